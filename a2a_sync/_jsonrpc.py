@@ -126,7 +126,9 @@ def encode_error(request_id: int | str | None, error: RPCError) -> bytes:
     return encode({"jsonrpc": JSONRPC_VERSION, "id": request_id, "error": error.to_error_object()})
 
 
-def decode_json(body: bytes | str, *, what: str = "response", content_type: str | None = None) -> Any:
+def decode_json(
+    body: bytes | str, *, what: str = "response", content_type: str | None = None
+) -> Any:
     """Parse JSON from a peer, raising :class:`ProtocolError` with an excerpt on failure.
 
     HTML (a proxy's error page), empty and truncated bodies get a message saying so.

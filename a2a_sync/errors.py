@@ -651,4 +651,3 @@ class ServerProcessError(ConnectionClosed):
 
 class ConfigurationError(A2ASyncError, ValueError):
     """An argument or setting is invalid. Also a :class:`ValueError`."""
-

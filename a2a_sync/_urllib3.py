@@ -1,0 +1,266 @@
+"""urllib3 glue for :mod:`a2a_sync._http`: per-call ``Retry``, deadline-capped timeouts,
+and connections that register themselves so another thread can cancel them.
+
+These classes plug into requests' ``HTTPAdapter`` through its documented extension points
+(``max_retries``, ``init_poolmanager``, ``proxy_manager_for``) and urllib3's
+(``Retry.new``/``increment``/``sleep``, ``Timeout.clone``, ``pool_classes_by_scheme``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+import requests.adapters
+import urllib3
+import urllib3.connection
+import urllib3.connectionpool
+from urllib3.util.retry import Retry
+
+from .policies import RetryPolicy, parse_retry_after
+
+__all__ = ["Adapter", "BudgetExhausted", "Call", "CallRetry", "DeadlineTimeout", "local"]
+
+logger = logging.getLogger(__name__)
+
+#: Per-thread slots read inside requests/urllib3: the current call and its Retry.
+local = threading.local()
+
+
+# --- per-call state -------------------------------------------------------------------------
+
+
+class Call:
+    """One call in flight: its deadline, attempt count and the connection it is using.
+
+    Shared between the calling thread and :meth:`HTTPTransport.close` (another thread);
+    ``_lock`` guards ``_conn`` and ``cancelled``.
+    """
+
+    __slots__ = ("__weakref__", "_conn", "_lock", "attempts", "cancelled", "deadline")
+
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline = deadline
+        self.attempts = 1
+        self.cancelled = False
+        self._conn: urllib3.connection.HTTPConnection | None = None
+        self._lock = threading.Lock()
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def attach(self, conn: urllib3.connection.HTTPConnection) -> None:
+        with self._lock:
+            self._conn = conn
+            cancelled = self.cancelled
+        if cancelled:
+            _shutdown_socket(conn)
+
+    def detach(self) -> None:
+        with self._lock:
+            self._conn = None
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            conn = self._conn
+        if conn is not None:
+            _shutdown_socket(conn)
+
+
+def _shutdown_socket(conn: urllib3.connection.HTTPConnection) -> None:
+    sock = conn.sock
+    if sock is not None:
+        # Already closed or never connected: nothing is blocked on it.
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+class BudgetExhausted(Exception):
+    """Raised inside urllib3's retry loop when the call's deadline leaves no room.
+
+    Deliberately not an OSError, so requests passes it through untouched.
+    """
+
+
+class CallRetry(Retry):
+    """urllib3 ``Retry`` that takes its delays from a :class:`RetryPolicy`, parses
+    ``Retry-After`` leniently and never sleeps past the call's deadline."""
+
+    #: 413 is not "come back later" for an RPC body; only these honour Retry-After alone.
+    RETRY_AFTER_STATUS_CODES = frozenset({429, 503})
+
+    def __init__(
+        self,
+        *args: Any,
+        policy: RetryPolicy | None = None,
+        call: Call | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._policy = policy or RetryPolicy()
+        self._call = call
+        self._sleep_fn = sleep
+
+    @classmethod
+    def for_call(
+        cls,
+        policy: RetryPolicy,
+        *,
+        idempotent: bool,
+        call: Call,
+        sleep: Callable[[float], None],
+    ) -> CallRetry:
+        n = policy.max_retries
+        return cls(
+            total=n,
+            connect=n,
+            # After the request left, only idempotent calls may be resent.
+            read=n if idempotent else 0,
+            status=n if idempotent else 0,
+            other=0,
+            redirect=0,
+            allowed_methods=None if idempotent else Retry.DEFAULT_ALLOWED_METHODS,
+            status_forcelist=policy.statuses,
+            raise_on_status=False,
+            raise_on_redirect=False,
+            policy=policy,
+            call=call,
+            sleep=sleep,
+        )
+
+    def new(self, **kw: Any) -> CallRetry:
+        retry = super().new(**kw)
+        retry._policy = self._policy
+        retry._call = self._call
+        retry._sleep_fn = self._sleep_fn
+        return retry
+
+    def increment(self, *args: Any, **kwargs: Any) -> CallRetry:
+        call = self._call
+        if call is not None:
+            if call.cancelled:
+                raise BudgetExhausted("cancelled")
+            remaining = call.remaining()
+            if remaining is not None and remaining <= 0:
+                raise BudgetExhausted("the call's deadline passed before a retry")
+        retry = super().increment(*args, **kwargs)
+        if call is not None:
+            call.attempts += 1
+        return retry
+
+    def get_backoff_time(self) -> float:
+        return self._policy.backoff(len(self.history))
+
+    def sleep(self, response: Any = None) -> None:
+        retry_after = None
+        if response is not None:
+            retry_after = parse_retry_after(response.headers.get("Retry-After"))
+            if retry_after is not None and retry_after > self._policy.retry_after_max:
+                raise BudgetExhausted(
+                    f"Retry-After of {retry_after:.0f} s exceeds the retry budget "
+                    f"({self._policy.retry_after_max:.0f} s)"
+                )
+        delay = self._policy.delay(len(self.history), retry_after)
+        remaining = self._call.remaining() if self._call is not None else None
+        if remaining is not None and delay >= remaining:
+            what = "Retry-After" if retry_after is not None else "backoff"
+            raise BudgetExhausted(
+                f"{what} of {delay:.2f} s exceeds the call's remaining budget of "
+                f"{max(remaining, 0.0):.2f} s"
+            )
+        if delay > 0:
+            logger.debug("retrying in %.3f s (attempt %d)", delay, len(self.history) + 1)
+            self._sleep_fn(delay)
+
+
+class DeadlineTimeout(urllib3.Timeout):
+    """urllib3 ``Timeout`` whose connect and read limits never reach past a deadline."""
+
+    def __init__(self, connect: float | None, read: float | None, deadline: float | None) -> None:
+        super().__init__(connect=connect, read=read)
+        self._deadline = deadline
+
+    def clone(self) -> DeadlineTimeout:
+        return DeadlineTimeout(self._connect, self._read, self._deadline)  # type: ignore[arg-type]
+
+    def _cap(self, value: Any, floor: float) -> Any:
+        if self._deadline is None:
+            return value
+        remaining = max(floor, self._deadline - time.monotonic())
+        if value is None or value is urllib3.util.timeout._DEFAULT_TIMEOUT:
+            return remaining
+        return min(value, remaining)
+
+    @property
+    def connect_timeout(self) -> Any:
+        # A zero connect timeout would make the socket non-blocking; a millisecond fails fast.
+        return self._cap(self._connect, 0.001)
+
+    @property
+    def read_timeout(self) -> Any:
+        # urllib3 raises ReadTimeoutError itself for a zero read timeout.
+        return self._cap(self._read, 0.0)
+
+
+class _TrackedConnectionMixin:
+    """Registers the connection with the calling thread's :class:`Call` before waiting
+    for the response, so another thread can shut its socket down."""
+
+    def getresponse(self, *args: Any, **kwargs: Any) -> Any:
+        call: Call | None = getattr(local, "call", None)
+        if call is not None:
+            call.attach(self)  # type: ignore[arg-type]
+        return super().getresponse(*args, **kwargs)  # type: ignore[misc]
+
+
+class _TrackedHTTPConnection(_TrackedConnectionMixin, urllib3.connection.HTTPConnection):
+    pass
+
+
+class _TrackedHTTPSConnection(_TrackedConnectionMixin, urllib3.connection.HTTPSConnection):
+    pass
+
+
+class _TrackedHTTPConnectionPool(urllib3.connectionpool.HTTPConnectionPool):
+    ConnectionCls = _TrackedHTTPConnection
+
+
+class _TrackedHTTPSConnectionPool(urllib3.connectionpool.HTTPSConnectionPool):
+    ConnectionCls = _TrackedHTTPSConnection
+
+
+_TRACKED_POOLS: Final = {"http": _TrackedHTTPConnectionPool, "https": _TrackedHTTPSConnectionPool}
+
+
+class Adapter(requests.adapters.HTTPAdapter):
+    """``HTTPAdapter`` whose ``max_retries`` is the calling thread's per-call ``Retry``.
+
+    requests reads ``self.max_retries`` inside ``send``; making it thread-local lets each
+    call carry its own decisions (idempotent or not, its deadline) through one shared
+    adapter and pool.
+    """
+
+    @property
+    def max_retries(self) -> Retry:
+        retry: Retry | None = getattr(local, "retry", None)
+        return retry if retry is not None else self._default_retries
+
+    @max_retries.setter
+    def max_retries(self, value: Retry) -> None:
+        self._default_retries = value
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _TRACKED_POOLS
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        manager.pool_classes_by_scheme = _TRACKED_POOLS
+        return manager
