@@ -1,0 +1,156 @@
+"""The MCP wire format: one cattrs converter between JSON values and :mod:`.types`.
+
+Rules: attribute ``snake_case`` ↔ wire ``camelCase`` (``meta`` ↔ ``_meta``); an absent
+member takes the attribute's default and an unknown member is ignored (servers add
+fields with every revision); ``None`` values are omitted on the way out; ``bytes`` are
+base64 text on the wire. Content blocks are tagged by ``type``; a block with an unknown
+tag becomes :class:`~.types.UnknownContent` and is sent back verbatim. Resource contents
+are told apart by ``text`` vs ``blob``.
+
+Structuring failures become :class:`~a2a_sync.errors.ProtocolError` naming the JSON path.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from ..errors import ProtocolError, excerpt
+from . import types as t
+
+__all__ = ["converter", "structure", "to_camel", "unstructure"]
+
+T = TypeVar("T")
+
+_CONTENT_CLASSES: dict[str, type[Any]] = {
+    cls.type: cls
+    for cls in (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
+}
+
+
+def to_camel(name: str) -> str:
+    """``input_schema`` -> ``inputSchema``; ``meta`` -> ``_meta``."""
+    if name == "meta":
+        return "_meta"
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _renames(cls: type[Any], *, outbound: bool = False) -> dict[str, Any]:
+    """Per-field overrides: the wire name, and (outbound) omit a member only when it is
+    ``None`` by default, so a required member with a default (``role``) is always sent."""
+    overrides: dict[str, Any] = {}
+    for field in attrs.fields(cls):
+        wire = to_camel(field.name)
+        omit = outbound and field.default is None
+        if wire != field.name or omit:
+            overrides[field.name] = override(
+                rename=wire if wire != field.name else None, omit_if_default=omit or None
+            )
+    return overrides
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter()
+
+    def structure_attrs(cls: type[Any]) -> Callable[[Any, Any], Any]:
+        return make_dict_structure_fn(cls, conv, **_renames(cls))
+
+    def unstructure_attrs(cls: type[Any]) -> Callable[[Any], dict[str, Any]]:
+        inner = make_dict_unstructure_fn(cls, conv, **_renames(cls, outbound=True))
+        tag = getattr(cls, "type", None)
+        if isinstance(tag, str):
+
+            def tagged(obj: Any) -> dict[str, Any]:
+                return {"type": tag, **inner(obj)}
+
+            return tagged
+        return inner
+
+    conv.register_structure_hook_factory(attrs.has, structure_attrs)
+    conv.register_unstructure_hook_factory(attrs.has, unstructure_attrs)
+
+    def structure_bytes(value: Any, _: Any) -> bytes:
+        if not isinstance(value, str):
+            raise TypeError(f"expected base64 string, got {type(value).__name__}")
+        try:
+            return base64.b64decode(value, validate=True)
+        except binascii.Error as exc:
+            raise ValueError(f"invalid base64: {exc}") from exc
+
+    conv.register_structure_hook(bytes, structure_bytes)
+    conv.register_unstructure_hook(bytes, lambda b: base64.b64encode(b).decode("ascii"))
+
+    # JSON objects kept as-is (schemas, _meta, capability objects): no per-key copying.
+    def structure_json_object(value: Any, _: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise TypeError(f"expected object, got {type(value).__name__}")
+        return value
+
+    json_object = dict[str, Any]
+    conv.register_structure_hook_func(lambda tp: tp == json_object, structure_json_object)
+
+    def structure_content(value: Any, _: Any) -> Any:
+        if not isinstance(value, dict):
+            raise TypeError(f"content block must be an object, got {type(value).__name__}")
+        kind = value.get("type")
+        cls = _CONTENT_CLASSES.get(kind) if isinstance(kind, str) else None
+        if cls is None:
+            return t.UnknownContent(kind=str(kind), raw=value)
+        return conv.structure(value, cls)
+
+    def unstructure_content(value: Any) -> Any:
+        if isinstance(value, t.UnknownContent):
+            return value.raw
+        return conv.unstructure(value, type(value))
+
+    conv.register_structure_hook_func(lambda tp: tp == t.ContentBlock, structure_content)
+    conv.register_unstructure_hook_func(lambda tp: tp == t.ContentBlock, unstructure_content)
+
+    def structure_resource_contents(value: Any, _: Any) -> Any:
+        if isinstance(value, dict) and "blob" in value:
+            return conv.structure(value, t.BlobResourceContents)
+        return conv.structure(value, t.TextResourceContents)
+
+    conv.register_structure_hook_func(
+        lambda tp: tp == t.ResourceContents, structure_resource_contents
+    )
+    conv.register_unstructure_hook_func(
+        lambda tp: tp == t.ResourceContents, lambda v: conv.unstructure(v, type(v))
+    )
+    return conv
+
+
+#: The converter; use :func:`structure` / :func:`unstructure` rather than calling it.
+converter = _make_converter()
+
+
+def structure(data: Any, cls: type[T], *, what: str | None = None) -> T:
+    """Build ``cls`` from a decoded JSON value.
+
+    Raises:
+        ProtocolError: The value does not fit the model; ``details`` name JSON paths.
+    """
+    try:
+        return converter.structure(data, cls)
+    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
+        details = (
+            cattrs.transform_error(exc, path="$")
+            if isinstance(exc, cattrs.BaseValidationError)
+            else [str(exc)]
+        )
+        name = what or getattr(cls, "__name__", str(cls))
+        raise ProtocolError(
+            f"malformed MCP {name}", details=details, excerpt=excerpt(repr(data))
+        ) from exc
+
+
+def unstructure(obj: Any, cls: Any = None) -> Any:
+    """Turn a model (or a list/union of models, given ``cls``) into a JSON value."""
+    return converter.unstructure(obj, cls if cls is not None else type(obj))

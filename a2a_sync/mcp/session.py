@@ -1,0 +1,682 @@
+"""The MCP protocol session: request/response correlation over any transport.
+
+:class:`MCPSession` implements :class:`~a2a_sync.mcp.transports.MessageSink`. It numbers
+requests, keeps a lock-guarded map of pending calls, routes every incoming message by
+``id`` (never "the next line is my answer"), applies per-request timeouts (sending
+``notifications/cancelled`` when one expires), stamps the era envelope on requests, and
+hands notifications and server→client requests to a named dispatcher thread so user
+callbacks never block the transport's reader.
+
+The session is shared by every handle of a connection and is thread-safe: any number of
+threads may have requests in flight at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from .. import _jsonrpc
+from .._version import __version__
+from ..errors import (
+    A2ASyncError,
+    Cancelled,
+    ConnectionClosed,
+    DeadlineExceeded,
+    InternalError,
+    MethodNotFound,
+    ProtocolError,
+    RPCError,
+)
+from . import _codec, eras
+from . import types as t
+from .transports import Outgoing, RequestId, Transport
+
+__all__ = [
+    "DEFAULT_INPUT_REQUIRED_MAX_ROUNDS",
+    "Handlers",
+    "MCPSession",
+    "PendingRequest",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Rounds of ``input_required`` answers before a call gives up (the TypeScript, C# and Go
+#: SDKs use the same cap): a server that keeps asking is broken or looping.
+DEFAULT_INPUT_REQUIRED_MAX_ROUNDS: Final = 10
+#: First pause before retrying an ``input_required`` result that only carries state.
+_STATE_ONLY_BACKOFF: Final = 0.05
+#: Longest such pause.
+_STATE_ONLY_BACKOFF_MAX: Final = 0.25
+#: How long ``close()`` waits for the dispatcher to finish queued callbacks.
+_DISPATCHER_JOIN_TIMEOUT: Final = 2.0
+#: Server cancellations remembered for requests we may still be answering; a bound so a
+#: server cancelling ids it never sent cannot grow memory.
+_MAX_REMEMBERED_CANCELS: Final = 1024
+#: Methods the spec forbids cancelling.
+_UNCANCELLABLE: Final = frozenset({"initialize", "server/discover"})
+
+_LIST_CHANGED: Final[Mapping[str, str]] = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources",
+}
+
+
+@attrs.frozen
+class Handlers:
+    """The user callbacks of a connection. Each is optional.
+
+    Callbacks run on the session's dispatcher thread (``a2a-sync-mcp-dispatch``), in the
+    order messages arrived, except ``input_required`` answers, which run on the thread
+    that made the call. A callback may raise an :class:`~a2a_sync.errors.RPCError` to
+    answer the server with that error; any other exception is logged and answered with
+    ``-32603``.
+
+    Attributes:
+        sampling: ``(CreateMessageRequest) -> CreateMessageResult``; declares ``sampling``.
+        elicitation: ``(ElicitRequest) -> ElicitResult``; declares ``elicitation``
+            (form and url).
+        roots: ``() -> Sequence[Root]``; declares ``roots`` (with ``listChanged``).
+        logging: ``(LoggingMessage) -> None`` for ``notifications/message``.
+        list_changed: ``(kind) -> None`` with kind ``"tools"``, ``"prompts"`` or
+            ``"resources"``.
+        resource_updated: ``(uri) -> None`` for ``notifications/resources/updated``.
+        notification: ``(method, params) -> None`` for every notification (raw).
+    """
+
+    sampling: Callable[[t.CreateMessageRequest], t.CreateMessageResult] | None = None
+    elicitation: Callable[[t.ElicitRequest], t.ElicitResult] | None = None
+    roots: Callable[[], Sequence[t.Root]] | None = None
+    logging: Callable[[t.LoggingMessage], None] | None = None
+    list_changed: Callable[[str], None] | None = None
+    resource_updated: Callable[[str], None] | None = None
+    notification: Callable[[str, dict[str, Any]], None] | None = None
+
+    def capabilities(self) -> t.ClientCapabilities:
+        """The client capabilities these callbacks declare."""
+        return t.ClientCapabilities(
+            sampling={} if self.sampling else None,
+            elicitation={"form": {}, "url": {}} if self.elicitation else None,
+            roots={"listChanged": True} if self.roots else None,
+        )
+
+    def answer(self, method: str, params: Any) -> Any:
+        """Answer a server→client request (legacy) or an input request (MRTR).
+
+        Raises:
+            RPCError: No callback for ``method``, invalid params, or the callback's own.
+        """
+        params = params if isinstance(params, dict) else {}
+        if method == "ping":
+            return {}
+        if method == "sampling/createMessage" and self.sampling is not None:
+            request = _codec.structure(params, t.CreateMessageRequest, what="sampling request")
+            return _codec.unstructure(self.sampling(request), t.CreateMessageResult)
+        if method == "elicitation/create" and self.elicitation is not None:
+            elicit = _codec.structure(params, t.ElicitRequest, what="elicitation request")
+            return _codec.unstructure(self.elicitation(elicit), t.ElicitResult)
+        if method == "roots/list" and self.roots is not None:
+            return {"roots": [_codec.unstructure(r, t.Root) for r in self.roots()]}
+        raise MethodNotFound(f"client does not support {method}")
+
+
+class _Slot:
+    """One pending request. ``lock`` is held until the answer (or failure) is stored."""
+
+    __slots__ = ("error", "last_progress", "lock", "method", "progress", "result")
+
+    def __init__(self, method: str, progress: Callable[[t.Progress], None] | None) -> None:
+        self.lock = threading.Lock()
+        self.lock.acquire()
+        self.method = method
+        self.progress = progress
+        self.last_progress = 0.0
+        self.result: Any = None
+        self.error: A2ASyncError | None = None
+
+
+class PendingRequest:
+    """A request in flight. :meth:`wait` for its result or :meth:`cancel` it.
+
+    Thread-safe: one thread may wait while another cancels.
+    """
+
+    __slots__ = ("_session", "_slot", "method", "request_id")
+
+    def __init__(self, session: MCPSession, request_id: int, slot: _Slot) -> None:
+        self._session = session
+        self._slot = slot
+        self.request_id = request_id
+        self.method = slot.method
+
+    def done(self) -> bool:
+        """True once a result or an error is stored."""
+        return self._slot.lock.locked() is False
+
+    def wait(
+        self,
+        timeout: float,
+        *,
+        operation: str | None = None,
+        reset_on_progress: bool = False,
+        max_timeout: float | None = None,
+    ) -> Any:
+        """Block until the result arrives and return it (the raw ``result`` member).
+
+        Args:
+            timeout: Seconds to wait (since the last progress update when
+                ``reset_on_progress``).
+            operation: Names the call in a timeout message (default: the method).
+            reset_on_progress: Restart the timeout on each progress notification.
+            max_timeout: Hard limit since this call when resetting (default 10 x timeout).
+
+        Raises:
+            DeadlineExceeded: The timeout expired (the request was cancelled).
+            RPCError: The server answered with an error.
+            ConnectionClosed: The connection closed first.
+        """
+        slot = self._slot
+        if slot.lock.acquire(timeout=timeout):
+            return self._outcome()
+        start = time.monotonic() - timeout
+        if reset_on_progress:
+            hard = start + (max_timeout if max_timeout is not None else 10 * timeout)
+            while True:
+                now = time.monotonic()
+                deadline = min(max(slot.last_progress, start) + timeout, hard)
+                if deadline <= now:
+                    break
+                if slot.lock.acquire(timeout=deadline - now):
+                    return self._outcome()
+        if self._session._forget(self.request_id, "timeout"):
+            waited = time.monotonic() - start if reset_on_progress else timeout
+            raise DeadlineExceeded(
+                f"{operation or self.method} timed out after {_seconds(waited)}",
+                url=self._session.transport_name,
+                timeout=timeout,
+            )
+        slot.lock.acquire()  # the answer is being stored right now
+        return self._outcome()
+
+    def cancel(self, reason: str | None = None) -> bool:
+        """Stop waiting and tell the server (``notifications/cancelled``).
+
+        A thread blocked in :meth:`wait` gets :class:`~a2a_sync.errors.Cancelled`.
+        Returns False if the request had already finished.
+        """
+        if not self._session._forget(self.request_id, reason or "cancelled by the client"):
+            return False
+        self._slot.error = Cancelled(
+            f"{self.method} was cancelled", url=self._session.transport_name
+        )
+        self._slot.lock.release()
+        return True
+
+    def _outcome(self) -> Any:
+        slot = self._slot
+        slot.lock.release()  # keep it released: repeated waits see the same outcome
+        if slot.error is not None:
+            raise slot.error
+        return slot.result
+
+
+class MCPSession:
+    """JSON-RPC correlation, era envelope and callback dispatch for one MCP connection.
+
+    Thread-safe. One instance per transport instance; it does not know which transport
+    carries it. Use it through :class:`~a2a_sync.mcp.client.MCPConnection`.
+    """
+
+    def __init__(self, transport: Transport, handlers: Handlers | None = None) -> None:
+        self.transport = transport
+        self.transport_name: str = transport.name
+        self.handlers = handlers or Handlers()
+        self.client_capabilities = self.handlers.capabilities()
+        self.client_info = t.Implementation(name="a2a-sync", version=_package_version())
+        #: Filled by era negotiation.
+        self.server_info: t.ServerInfo | None = None
+        self.era: eras.Era | None = None
+        self.protocol_version: str | None = None
+        self.log_level: str | None = None
+        #: tool name -> {argument: header}, for ``Mcp-Param-*`` (modern HTTP).
+        self.param_headers: dict[str, dict[str, str]] = {}
+        self._base_meta: dict[str, Any] | None = None
+        self._wants_context = transport.wants_context
+        # _lock guards _pending, _next_id, _closed_error, _listeners, _routes.
+        self._lock = threading.Lock()
+        self._pending: dict[RequestId, _Slot] = {}
+        self._next_id = 1
+        self._closed_error: A2ASyncError | None = None
+        self._closed = threading.Event()
+        self._listeners: list[Callable[[str, dict[str, Any]], None]] = []
+        self._routes: dict[RequestId, Callable[[str, dict[str, Any]], None]] = {}
+        self._server_cancelled: set[RequestId] = set()
+        self._dispatch_queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._dispatcher: threading.Thread | None = None
+        self._send = transport.send
+
+    # --- era state ------------------------------------------------------------------------
+
+    def adopt(self, info: t.ServerInfo) -> None:
+        """Install the negotiated era (called once by era negotiation)."""
+        self.server_info = info
+        self.era = info.era
+        self.protocol_version = info.protocol_version
+        self._refresh_meta()
+
+    def set_log_level(self, level: str | None) -> None:
+        """Modern era: ask for ``notifications/message`` at ``level`` on every request."""
+        self.log_level = level
+        self._refresh_meta()
+
+    def _refresh_meta(self) -> None:
+        if self.era == "modern" and self.protocol_version is not None:
+            self._base_meta = eras.modern_meta(
+                self.protocol_version, self.client_info, self.client_capabilities, self.log_level
+            )
+        else:
+            self._base_meta = None
+
+    # --- requests ---------------------------------------------------------------------------
+
+    def begin(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        progress: Callable[[t.Progress], None] | None = None,
+        envelope: bool = True,
+    ) -> PendingRequest:
+        """Send a request and return at once with its :class:`PendingRequest`.
+
+        Args:
+            method: The JSON-RPC method.
+            params: The params object (not modified).
+            progress: Called (on the dispatcher thread) for each progress notification;
+                sends ``_meta.progressToken``.
+            envelope: Stamp the modern ``_meta`` envelope (False for the era probe, which
+                builds its own).
+
+        Raises:
+            ConnectionClosed: The connection is closed.
+            TransportError: The transport could not send.
+        """
+        slot = _Slot(method, progress)
+        with self._lock:
+            if self._closed_error is not None:
+                raise self._closed_error
+            request_id = self._next_id
+            self._next_id = request_id + 1
+            self._pending[request_id] = slot
+        base = self._base_meta if envelope else None
+        if base is not None or progress is not None:
+            params = dict(params) if params else {}
+            meta = dict(base) if base is not None else {}
+            own = params.get("_meta")
+            if own:
+                meta.update(own)
+            if progress is not None:
+                meta["progressToken"] = request_id
+            params["_meta"] = meta
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            if self._wants_context:
+                self._send(message, self._outgoing("request", method, request_id, params))
+            else:
+                self._send(message)
+        except A2ASyncError:
+            with self._lock:
+                self._pending.pop(request_id, None)
+            raise
+        return PendingRequest(self, request_id, slot)
+
+    def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        timeout: float,
+        operation: str | None = None,
+        progress: Callable[[t.Progress], None] | None = None,
+        reset_on_progress: bool = False,
+        max_timeout: float | None = None,
+    ) -> Any:
+        """Send a request and wait for its raw result (see :meth:`PendingRequest.wait`)."""
+        pending = self.begin(method, params, progress=progress)
+        return pending.wait(
+            timeout,
+            operation=operation,
+            reset_on_progress=reset_on_progress,
+            max_timeout=max_timeout,
+        )
+
+    def request_with_input(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        timeout: float,
+        operation: str | None = None,
+        progress: Callable[[t.Progress], None] | None = None,
+        reset_on_progress: bool = False,
+        max_timeout: float | None = None,
+        max_rounds: int = DEFAULT_INPUT_REQUIRED_MAX_ROUNDS,
+        on_pending: Callable[[PendingRequest], None] | None = None,
+    ) -> Any:
+        """Like :meth:`request`, answering modern ``input_required`` results (MRTR).
+
+        Each round fulfils ``inputRequests`` through the same callbacks that answer legacy
+        server→client requests (on this thread), then retries with a new id, the
+        ``inputResponses`` and the echoed ``requestState``. The timeout applies per round.
+
+        Raises:
+            ProtocolError: More than ``max_rounds`` rounds, or an unknown ``resultType``.
+            RPCError: A callback refused an input request (its error propagates).
+        """
+        rounds = 0
+        delay = _STATE_ONLY_BACKOFF
+        current = params
+        while True:
+            pending = self.begin(method, current, progress=progress)
+            if on_pending is not None:
+                on_pending(pending)
+            result = pending.wait(
+                timeout,
+                operation=operation,
+                reset_on_progress=reset_on_progress,
+                max_timeout=max_timeout,
+            )
+            kind = result.get("resultType") if isinstance(result, dict) else None
+            if kind is None or kind == "complete":
+                return result
+            if kind != "input_required":
+                raise ProtocolError(f"{method} returned unknown resultType {kind!r}")
+            rounds += 1
+            if rounds > max_rounds:
+                raise ProtocolError(
+                    f"{operation or method}: server still asked for input after {max_rounds} rounds"
+                )
+            requests = result.get("inputRequests") or {}
+            current = {
+                k: v for k, v in params.items() if k not in ("inputResponses", "requestState")
+            }
+            if requests:
+                delay = _STATE_ONLY_BACKOFF
+                current["inputResponses"] = {
+                    key: self.handlers.answer(str(req.get("method")), req.get("params"))
+                    for key, req in requests.items()
+                    if isinstance(req, dict)
+                }
+            else:
+                time.sleep(delay)
+                delay = min(delay * 2, _STATE_ONLY_BACKOFF_MAX)
+            if "requestState" in result:
+                current["requestState"] = result["requestState"]
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification.
+
+        Raises:
+            ConnectionClosed: The connection is closed.
+        """
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        if self._closed_error is not None:
+            raise self._closed_error
+        if self._wants_context:
+            self._send(message, self._outgoing("notification", method, None, params))
+        else:
+            self._send(message)
+
+    def add_listener(self, listener: Callable[[str, dict[str, Any]], None]) -> None:
+        """Register an internal notification observer, run on the transport's thread.
+
+        For bookkeeping only (cache eviction): it must be fast and must not block.
+        """
+        with self._lock:
+            self._listeners.append(listener)
+
+    def add_route(
+        self, request_id: RequestId, route: Callable[[str, dict[str, Any]], None]
+    ) -> None:
+        """Route notifications tagged with ``_meta.subscriptionId == request_id`` to
+        ``route`` (on the transport's thread) in addition to the normal callbacks."""
+        with self._lock:
+            self._routes[request_id] = route
+
+    def remove_route(self, request_id: RequestId) -> None:
+        """Undo :meth:`add_route`."""
+        with self._lock:
+            self._routes.pop(request_id, None)
+
+    def _outgoing(
+        self, kind: str, method: str | None, request_id: RequestId | None, params: Any
+    ) -> Outgoing:
+        headers = (
+            eras.mirror_headers(
+                self.era or "legacy", self.protocol_version, method, params, self.param_headers
+            )
+            if self.protocol_version is not None
+            else {}
+        )
+        return Outgoing(kind, method, request_id, headers)
+
+    def _forget(self, request_id: RequestId, reason: str) -> bool:
+        """Drop a pending request we stop waiting for; tell the server. False if it was
+        already answered."""
+        with self._lock:
+            slot = self._pending.pop(request_id, None)
+        if slot is None:
+            return False
+        if slot.method in _UNCANCELLABLE or self._closed_error is not None:
+            return True
+        try:
+            if not self.transport.abandon(request_id):
+                self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
+        except A2ASyncError as exc:
+            logger.debug(
+                "could not cancel request %s on %s: %s", request_id, self.transport_name, exc
+            )
+        return True
+
+    # --- MessageSink ------------------------------------------------------------------------
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        """Route one incoming message (called by the transport's reader)."""
+        if "method" not in message:
+            request_id = message.get("id")
+            try:
+                with self._lock:
+                    slot = self._pending.pop(request_id, None)  # type: ignore[arg-type]
+            except TypeError:  # unhashable id
+                slot = None
+            if slot is None:
+                if request_id is None and "error" in message:
+                    logger.warning(
+                        "%s sent an error without an id: %s",
+                        self.transport_name,
+                        _jsonrpc._short_json(message.get("error")),
+                    )
+                else:
+                    logger.debug("ignoring response to unknown id %r", request_id)
+                return
+            if "result" in message:
+                slot.result = message["result"]
+            elif "error" in message:
+                try:
+                    slot.error = _jsonrpc.error_from_object(message["error"], _jsonrpc.MCP_ERRORS)
+                except ProtocolError as exc:
+                    slot.error = exc
+            else:
+                slot.error = ProtocolError(
+                    "JSON-RPC response has neither result nor error",
+                    excerpt=_jsonrpc._short_json(message),
+                )
+            slot.lock.release()
+            return
+        method = message["method"]
+        params = message.get("params")
+        if not isinstance(params, dict):
+            params = {}
+        if "id" in message:
+            request_id = message["id"]
+            self._dispatch(lambda: self._answer_request(request_id, method, params))
+            return
+        self._on_notification(method, params)
+
+    def transport_closed(self, error: A2ASyncError | None) -> None:
+        """Fail every pending request at once; stop the dispatcher after queued work."""
+        err = error or ConnectionClosed(f"MCP connection to {self.transport_name} closed")
+        with self._lock:
+            if self._closed_error is None:
+                self._closed_error = err
+            err = self._closed_error
+            pending = list(self._pending.values())
+            self._pending.clear()
+            self._routes.clear()
+        for slot in pending:
+            slot.error = err
+            slot.lock.release()
+        self._closed.set()
+        if self._dispatcher is not None:
+            self._dispatch_queue.put(None)
+
+    @property
+    def closed_error(self) -> A2ASyncError | None:
+        """Why the session ended, or None while it is open."""
+        return self._closed_error
+
+    def wait_closed(self, timeout: float | None) -> bool:
+        """Block until the transport reported its end; False on timeout."""
+        return self._closed.wait(timeout)
+
+    def join_dispatcher(self, timeout: float = _DISPATCHER_JOIN_TIMEOUT) -> None:
+        """Wait (bounded) for queued callbacks to finish; called after close."""
+        thread = self._dispatcher
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    # --- notifications and server requests ------------------------------------------------------
+
+    def _on_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/progress":
+            with self._lock:
+                slot = self._pending.get(params.get("progressToken"))  # type: ignore[arg-type]
+            if slot is not None:
+                slot.last_progress = time.monotonic()
+                callback = slot.progress
+                if callback is not None:
+                    self._dispatch(lambda: _run_progress(callback, params))
+        elif method == "notifications/cancelled":
+            with self._lock:
+                if len(self._server_cancelled) > _MAX_REMEMBERED_CANCELS:
+                    self._server_cancelled.clear()
+                self._server_cancelled.add(params.get("requestId"))  # type: ignore[arg-type]
+        if self._listeners:
+            for listener in self._listeners:
+                listener(method, params)
+        meta = params.get("_meta")
+        if self._routes and isinstance(meta, dict):
+            route = self._routes.get(meta.get(eras.META_SUBSCRIPTION_ID))  # type: ignore[arg-type]
+            if route is not None:
+                route(method, params)
+        handlers = self.handlers
+        if (
+            handlers.logging is None
+            and handlers.list_changed is None
+            and handlers.resource_updated is None
+            and handlers.notification is None
+        ):
+            return
+        self._dispatch(lambda: self._run_notification(method, params))
+
+    def _run_notification(self, method: str, params: dict[str, Any]) -> None:
+        handlers = self.handlers
+        if method == "notifications/message" and handlers.logging is not None:
+            handlers.logging(_codec.structure(params, t.LoggingMessage, what="log message"))
+        elif method in _LIST_CHANGED and handlers.list_changed is not None:
+            handlers.list_changed(_LIST_CHANGED[method])
+        elif method == "notifications/resources/updated" and handlers.resource_updated is not None:
+            uri = params.get("uri")
+            if isinstance(uri, str):
+                handlers.resource_updated(uri)
+        if handlers.notification is not None:
+            handlers.notification(method, params)
+
+    def _answer_request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
+        try:
+            result = self.handlers.answer(method, params)
+            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "result": result}
+        except RPCError as exc:
+            reply = {"jsonrpc": "2.0", "id": request_id, "error": exc.to_error_object()}
+        except Exception:  # a user callback on the dispatcher: log, answer -32603
+            logger.exception("callback for server request %s failed", method)
+            error = InternalError(f"client callback for {method} failed")
+            reply = {"jsonrpc": "2.0", "id": request_id, "error": error.to_error_object()}
+        with self._lock:
+            if request_id in self._server_cancelled:
+                self._server_cancelled.discard(request_id)
+                return
+        try:
+            if self._wants_context:
+                self._send(reply, self._outgoing("response", None, request_id, None))
+            else:
+                self._send(reply)
+        except A2ASyncError as exc:
+            logger.warning("could not answer %s to %s: %s", method, self.transport_name, exc)
+
+    def _dispatch(self, work: Callable[[], None]) -> None:
+        if self._dispatcher is None:
+            with self._lock:
+                if self._dispatcher is None:
+                    thread = threading.Thread(
+                        target=self._dispatch_loop, name="a2a-sync-mcp-dispatch", daemon=True
+                    )
+                    thread.start()
+                    self._dispatcher = thread
+                    if self._closed_error is not None:
+                        self._dispatch_queue.put(None)
+        self._dispatch_queue.put(work)
+
+    def _dispatch_loop(self) -> None:
+        while True:
+            work = self._dispatch_queue.get()
+            if work is None:
+                # Run what is already queued (late log lines), then stop.
+                while True:
+                    try:
+                        rest = self._dispatch_queue.get_nowait()
+                    except queue.Empty:
+                        return
+                    if rest is not None:
+                        _run_logged(rest)
+            _run_logged(work)
+
+
+def _run_logged(work: Callable[[], None]) -> None:
+    try:
+        work()
+    except Exception:  # top of the dispatcher thread: a callback must not kill it
+        logger.exception("MCP callback failed")
+
+
+def _run_progress(callback: Callable[[t.Progress], None], params: dict[str, Any]) -> None:
+    callback(_codec.structure(params, t.Progress, what="progress notification"))
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+def _package_version() -> str:
+    return __version__

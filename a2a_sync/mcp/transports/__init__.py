@@ -1,0 +1,134 @@
+"""The seam between the MCP protocol session and whatever carries its messages.
+
+A transport moves whole JSON-RPC messages (decoded ``dict`` objects) in both directions
+and knows nothing about MCP methods, ids or eras; :class:`~a2a_sync.mcp.session.MCPSession`
+knows nothing about pipes, sockets or HTTP. The contract, for stdio today and Streamable
+HTTP / HTTP+SSE next:
+
+**Lifecycle.** ``start(sink)`` is called once; from then on the transport calls
+``sink.deliver(message)`` for every incoming message, from any thread it likes (stdio: its
+reader thread; HTTP: the thread reading a POST's SSE stream or the GET stream). Messages
+that are not JSON objects are logged and dropped by the transport. ``deliver`` is cheap
+and never blocks on user code (the session hands callbacks to its own dispatcher thread),
+so a transport may call it inline from a reader. When no further message can arrive
+(EOF, process exit, fatal framing error, ``close()``), the transport calls
+``sink.transport_closed(error)`` exactly once, with a typed error describing why
+(``ServerProcessError`` with exit status and stderr tail, ``ResponseTooLarge``...) or
+``None`` after a clean ``close()``. The session then fails every pending call at once.
+
+**Sending.** ``send(message, context)`` hands one message over and returns without
+waiting for any answer (HTTP: write the POST, then read its response on a worker thread
+and ``deliver`` what arrives, JSON or SSE; a ``202`` for a notification or response ends
+there). It raises :class:`~a2a_sync.errors.ConnectionClosed` (or a subclass) once the
+transport is closed or its peer is gone, and other :class:`~a2a_sync.errors.TransportError`
+subclasses for a failed exchange. It is thread-safe.
+
+**Per-request context.** Transports with ``wants_context = True`` get an :class:`Outgoing`
+for every message: the method, the request id and the headers the protocol era wants on
+this message (``MCP-Protocol-Version`` in both eras; ``Mcp-Method``, ``Mcp-Name`` and
+``Mcp-Param-*`` in 2026-07-28). A transport with ``wants_context = False`` (stdio) gets
+``None`` and the session skips building it: that is the hot path.
+
+**Cancellation.** When the session stops waiting for a request (timeout, explicit
+cancel), it calls ``abandon(request_id)``. A transport that can cancel at its own level
+(modern Streamable HTTP: close that request's response stream) does so and returns
+``True``; otherwise it returns ``False`` and the session sends ``notifications/cancelled``.
+
+**Shutdown.** ``close()`` shuts down gracefully with bounded waits (stdio: close stdin,
+wait, SIGTERM, SIGKILL; HTTP: ``DELETE`` the session, close the pool). It is idempotent
+and may be called from any thread, including while another thread is inside ``send``.
+It raises :class:`~a2a_sync.errors.ServerProcessError` (stdio) when the peer had failed,
+so ``MCPConnection.close()`` can report it.
+
+**Identity.** ``name`` describes the peer for messages and logs (no credentials);
+``era_key`` identifies the server for the per-process era cache (stdio: argv and cwd;
+HTTP: the endpoint URL without userinfo or query).
+
+An HTTP transport can also reconnect its streams internally; if its server session
+expires (404) it reports ``transport_closed(ConnectionClosed(...))`` and the connection,
+which owns a transport *factory*, decides whether to start a fresh session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any, Protocol
+
+from ...errors import A2ASyncError
+
+__all__ = ["MessageSink", "Outgoing", "RequestId", "Transport"]
+
+#: A JSON-RPC id as this package sends them (the session uses ints; peers may use strings).
+RequestId = int | str
+
+
+class Outgoing:
+    """Context for one outgoing message (only for transports with ``wants_context``).
+
+    Attributes:
+        kind: ``"request"``, ``"notification"`` or ``"response"``.
+        method: The JSON-RPC method (``None`` for responses).
+        request_id: The id of the request (or of the request a response answers).
+        headers: Protocol headers to send with this message (HTTP transports).
+    """
+
+    __slots__ = ("headers", "kind", "method", "request_id")
+
+    def __init__(
+        self,
+        kind: str,
+        method: str | None,
+        request_id: RequestId | None,
+        headers: dict[str, str],
+    ) -> None:
+        self.kind = kind
+        self.method = method
+        self.request_id = request_id
+        self.headers = headers
+
+    def __repr__(self) -> str:
+        return f"Outgoing({self.kind!r}, {self.method!r}, id={self.request_id!r})"
+
+
+class MessageSink(Protocol):
+    """What a transport delivers to (implemented by the session)."""
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        """Take one incoming JSON-RPC message (request, notification or response)."""
+
+    def transport_closed(self, error: A2ASyncError | None) -> None:
+        """No more messages will arrive; ``error`` says why (``None``: closed by us)."""
+
+
+class Transport(Protocol):
+    """A bidirectional carrier of JSON-RPC messages. Implementations are thread-safe."""
+
+    name: str
+    era_key: Hashable
+    wants_context: bool
+
+    def start(self, sink: MessageSink) -> None:
+        """Begin delivering incoming messages to ``sink``.
+
+        Raises:
+            ServerProcessError: The stdio server could not be started.
+            TransportError: The connection could not be established.
+        """
+
+    def send(self, message: dict[str, Any], context: Outgoing | None = None) -> None:
+        """Hand one message to the peer; do not wait for an answer.
+
+        Raises:
+            ConnectionClosed: The transport is closed or the peer is gone.
+            TransportError: The message could not be sent.
+        """
+
+    def abandon(self, request_id: RequestId) -> bool:
+        """The session no longer waits for ``request_id``; True if that cancelled it."""
+
+    def close(self) -> None:
+        """Shut down gracefully (bounded), idempotently, from any thread.
+
+        Raises:
+            ServerProcessError: The stdio server had failed (non-zero exit).
+        """
