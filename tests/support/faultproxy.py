@@ -463,7 +463,7 @@ class FaultProxy:
 
     @property
     def connections_accepted(self) -> int:
-        """How many client connections the proxy accepted (blackholed ones included)."""
+        """How many client connections the proxy accepted and set up (blackholed included)."""
         with self._lock:
             return self._accepted
 
@@ -474,7 +474,10 @@ class FaultProxy:
             return len(self._connections)
 
     def wait_for_connections(self, count: int, timeout: float = WAIT_TIMEOUT) -> None:
-        """Block until ``count`` connections were accepted in total.
+        """Block until ``count`` connections were accepted and set up in total.
+
+        Once it returns, those connections are subject to every toxic and to
+        :meth:`reset_peer` / :meth:`close_connections`.
 
         Raises:
             AssertionError: Fewer arrived within ``timeout`` seconds.
@@ -536,12 +539,18 @@ class FaultProxy:
                 if self._closed:
                     client.close()
                     return
-                self._accepted += 1
-                self._lock.notify_all()
                 if self._blackhole:
                     self._held.append(client)
+                    self._count_accepted()
                     continue
             self._start_connection(client)
+
+    def _count_accepted(self) -> int:
+        # Counted once the connection is set up, so after wait_for_connections() every toxic
+        # and reset_peer() reach it. Called with the lock held.
+        self._accepted += 1
+        self._lock.notify_all()
+        return self._accepted
 
     def _start_connection(self, client: socket.socket) -> None:
         try:
@@ -549,13 +558,15 @@ class FaultProxy:
         except OSError:
             logger.debug("proxy %s: upstream connect failed", self.url, exc_info=True)
             client.close()
+            with self._lock:
+                self._count_accepted()
             return
         upstream.settimeout(None)
         for sock in (client, upstream):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         connection = _Connection(client, upstream, self._lock)
         with self._lock:
-            number = self._accepted
+            number = self._count_accepted()
             for name in ("upstream", "downstream"):
                 connection.links[name].bytes_cut = self._bytes_cut[name]
             connection.links["downstream"].events_cut = self._events_cut
