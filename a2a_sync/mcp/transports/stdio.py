@@ -1,0 +1,511 @@
+"""The stdio transport: an MCP server as a child process speaking JSON lines.
+
+Spawning: an argv list (never a shell), an environment built from an allow-list
+(:data:`DEFAULT_INHERITED_ENV_VARS`, shell functions dropped) plus ``env``, an optional
+``cwd``, and on POSIX its own session (process group) so the whole tree can be stopped.
+
+Threads (daemons, named): a **reader** that splits stdout on ``\\n`` only, decodes each
+line and hands it to the session (a line that is not JSON is logged and skipped; a line
+over ``max_line_bytes`` ends the connection with :class:`~a2a_sync.errors.ResponseTooLarge`);
+a **stderr drain** that forwards the server's stderr to logging, a file-like object or
+nowhere while keeping a tail for error messages (it never touches ``sys.stderr``'s file
+descriptor, so it works in Jupyter); and an **exit watcher** that reaps the child the
+moment it exits. Writes happen on the caller's thread under a lock, one JSON message per
+line, flushed.
+
+Shutdown follows the MCP lifecycle: close stdin, wait :data:`PROCESS_TERMINATION_TIMEOUT`,
+SIGTERM the process group, wait :data:`FORCE_KILL_TIMEOUT`, SIGKILL; every wait bounded,
+exit detected by the watcher (not by pipe EOF, which a grandchild can hold open), stdout
+drained meanwhile so a server blocked on a full pipe can exit, and stragglers left in the
+group killed. A server that exits on its own fails every pending call at once with its exit
+status and the tail of its stderr.
+
+Windows: the child gets a new process group and is terminated directly; Job Object tree
+kill is not implemented (grandchildren of a wrapper may survive there).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import IO, Any, Final
+
+from ... import _jsonrpc
+from ...errors import (
+    A2ASyncError,
+    ConfigurationError,
+    ConnectionClosed,
+    ResponseTooLarge,
+    ServerProcessError,
+    excerpt,
+)
+from . import MessageSink, Outgoing, RequestId
+
+__all__ = [
+    "DEFAULT_INHERITED_ENV_VARS",
+    "DEFAULT_MAX_LINE_BYTES",
+    "FORCE_KILL_TIMEOUT",
+    "PROCESS_TERMINATION_TIMEOUT",
+    "StdioTransport",
+    "default_environment",
+]
+
+logger = logging.getLogger(__name__)
+#: Where ``stderr="log"`` sends the server's stderr lines (INFO level).
+stderr_logger = logging.getLogger(__name__ + ".stderr")
+
+#: Environment variables a server inherits by default; everything else (API keys,
+#: cloud credentials) must be passed explicitly with ``env=`` (same list as python-sdk).
+DEFAULT_INHERITED_ENV_VARS: Final[tuple[str, ...]] = (
+    (
+        "APPDATA",
+        "HOMEDRIVE",
+        "HOMEPATH",
+        "LOCALAPPDATA",
+        "PATH",
+        "PATHEXT",
+        "PROCESSOR_ARCHITECTURE",
+        "SYSTEMDRIVE",
+        "SYSTEMROOT",
+        "TEMP",
+        "USERNAME",
+        "USERPROFILE",
+    )
+    if sys.platform == "win32"
+    else ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+)
+#: Grace period for the server to exit on its own after its stdin closes (MCP lifecycle).
+PROCESS_TERMINATION_TIMEOUT: Final = 2.0
+#: Time between SIGTERM and SIGKILL for a server that lingers.
+FORCE_KILL_TIMEOUT: Final = 2.0
+#: Time for the kernel to reap a SIGKILLed process; only an unkillable one runs this out.
+_KILL_REAP_TIMEOUT: Final = 2.0
+#: Time for group members left behind by an exited server to die after SIGTERM.
+_STRAGGLER_TIMEOUT: Final = 0.5
+#: How long a writer blocked on a full stdin pipe may hold up ``close()``.
+_WRITER_LOCK_TIMEOUT: Final = 0.5
+#: After the server exits, how long to keep reading stdout for answers it wrote first.
+_EXIT_DRAIN_TIMEOUT: Final = 0.5
+#: How long ``close()`` waits for each pipe thread to finish.
+_THREAD_JOIN_TIMEOUT: Final = 2.0
+#: Polling step while waiting for a process group to empty.
+_GROUP_POLL_INTERVAL: Final = 0.01
+#: Longest JSON line accepted from the server (64 MiB: a big embedded resource fits;
+#: a server that never writes a newline cannot exhaust memory).
+DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+#: Longest stderr line forwarded in one piece.
+_STDERR_LINE_BYTES: Final = 64 * 1024
+#: Lines of stderr kept for error messages.
+_STDERR_TAIL_LINES: Final = 20
+
+_LOG: Final = "log"
+
+
+def default_environment(
+    inherit: Iterable[str] = DEFAULT_INHERITED_ENV_VARS,
+) -> dict[str, str]:
+    """The allow-listed part of this process's environment (shell functions dropped)."""
+    env: dict[str, str] = {}
+    for key in inherit:
+        value = os.environ.get(key)
+        if value is not None and not value.startswith("()"):
+            env[key] = value
+    return env
+
+
+class StdioTransport:
+    """Runs an MCP server subprocess and exchanges JSON lines with it.
+
+    Thread-safe: any thread may ``send``; ``close`` may be called from any thread, any
+    number of times. Normally created by :meth:`MCPConnection.stdio
+    <a2a_sync.mcp.client.MCPConnection.stdio>`.
+
+    Args:
+        argv: Program and arguments (``["python", "server.py"]``); never run by a shell.
+        env: Extra variables, merged over the allow-listed environment.
+        cwd: Working directory for the server.
+        stderr: ``"log"`` (default: lines to the ``a2a_sync.mcp.transports.stdio.stderr``
+            logger at INFO), a text file-like object (anything with ``write``), or
+            ``None`` to discard. The last lines are kept for error messages in every case.
+        inherit_env: Names of variables copied from this process's environment.
+        max_line_bytes: Longest stdout line accepted.
+        terminate_timeout: Seconds between closing stdin and SIGTERM.
+        kill_timeout: Seconds between SIGTERM and SIGKILL.
+    """
+
+    wants_context = False
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr: Any = _LOG,
+        inherit_env: Iterable[str] = DEFAULT_INHERITED_ENV_VARS,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        terminate_timeout: float = PROCESS_TERMINATION_TIMEOUT,
+        kill_timeout: float = FORCE_KILL_TIMEOUT,
+    ) -> None:
+        if isinstance(argv, (str, bytes)) or not argv:
+            raise ConfigurationError("argv must be a non-empty list of strings, not a string")
+        self.argv = [os.fspath(a) for a in argv]
+        self.cwd = os.fspath(cwd) if cwd is not None else None
+        self.name = "stdio server " + " ".join(self.argv)[:200]
+        self.era_key = ("stdio", tuple(self.argv), self.cwd)
+        self._env = {**default_environment(inherit_env), **(env or {})}
+        self._stderr_target = stderr
+        self._max_line = max_line_bytes
+        self._terminate_timeout = terminate_timeout
+        self._kill_timeout = kill_timeout
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sink: MessageSink | None = None
+        self._write_lock = threading.Lock()
+        self._state_lock = threading.Lock()  # guards _closing, _reported
+        self._closing = False
+        self._reported = False
+        self._signalled = False
+        self._exited = threading.Event()
+        self._reader_done = threading.Event()
+        self._close_done = threading.Event()
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
+        self._threads: list[threading.Thread] = []
+        self._stdin: IO[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id (also its process group id on POSIX)."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        """The server's exit status once it has exited (negative: killed by that signal)."""
+        return self._proc.returncode if self._exited.is_set() and self._proc else None
+
+    @property
+    def stderr_tail(self) -> str:
+        """The last lines the server wrote to stderr."""
+        return "\n".join(self._stderr_tail)
+
+    # --- Transport ----------------------------------------------------------------------------
+
+    def start(self, sink: MessageSink) -> None:
+        """Spawn the server and start the pipe threads.
+
+        Raises:
+            ServerProcessError: The program could not be started (missing, not executable,
+                bad cwd).
+        """
+        self._sink = sink
+        posix = os.name == "posix"
+        try:
+            proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL if self._stderr_target is None else subprocess.PIPE,
+                env=self._env,
+                cwd=self.cwd,
+                start_new_session=posix,
+                creationflags=0 if posix else subprocess.CREATE_NEW_PROCESS_GROUP,  # type: ignore[attr-defined,unused-ignore]
+                close_fds=True,
+            )
+        except OSError as exc:
+            raise ServerProcessError(f"could not start {self.name}: {exc.strerror or exc}") from exc
+        self._proc = proc
+        self._stdin = proc.stdin
+        tag = str(proc.pid)
+        self._spawn(self._read_stdout, f"a2a-sync-mcp-stdio-reader-{tag}")
+        if proc.stderr is not None:
+            self._spawn(self._drain_stderr, f"a2a-sync-mcp-stdio-stderr-{tag}")
+        self._spawn(self._watch_exit, f"a2a-sync-mcp-stdio-exit-{tag}")
+
+    def send(self, message: dict[str, Any], context: Outgoing | None = None) -> None:
+        """Write one message as a JSON line.
+
+        Raises:
+            ConnectionClosed: The transport is closed.
+            ServerProcessError: The server has exited.
+        """
+        data = _jsonrpc.encode(message) + b"\n"
+        stdin = self._stdin
+        with self._write_lock:
+            if self._closing or stdin is None:
+                raise ConnectionClosed(f"MCP connection to {self.name} is closed")
+            try:
+                stdin.write(data)
+                stdin.flush()
+            except (OSError, ValueError) as exc:
+                raise self._gone_error("could not write to") from exc
+
+    def abandon(self, request_id: RequestId) -> bool:
+        """stdio cancels with ``notifications/cancelled``: nothing to do here."""
+        return False
+
+    def close(self) -> None:
+        """Stop the server: close stdin, wait, SIGTERM, wait, SIGKILL (all bounded).
+
+        Idempotent; a concurrent second call waits for the first.
+
+        Raises:
+            ServerProcessError: The server had exited with a failure status on its own
+                (before or during a graceful close), not because it was signalled.
+        """
+        with self._state_lock:
+            first = not self._closing
+            self._closing = True
+        proc = self._proc
+        if proc is None:
+            self._report(None)
+            return
+        if not first:
+            self._close_done.wait(
+                self._terminate_timeout + self._kill_timeout + _KILL_REAP_TIMEOUT + 1
+            )
+            return
+        try:
+            self._shutdown(proc)
+        finally:
+            self._report(None)
+            self._close_done.set()
+        code = proc.returncode
+        if code is not None and code > 0 and not self._signalled:
+            raise ServerProcessError(
+                f"{self.name} failed", returncode=code, stderr_tail=self.stderr_tail
+            )
+
+    # --- shutdown ------------------------------------------------------------------------------
+
+    def _shutdown(self, proc: subprocess.Popen[bytes]) -> None:
+        acquired = self._write_lock.acquire(timeout=_WRITER_LOCK_TIMEOUT)
+        try:
+            if proc.stdin is not None:
+                # A broken pipe on the final flush means the server is gone already.
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+        finally:
+            if acquired:
+                self._write_lock.release()
+        if not self._exited.wait(self._terminate_timeout):
+            logger.info("%s did not exit after stdin closed; sending SIGTERM", self.name)
+            self._signal(proc, signal.SIGTERM)
+            if not self._exited.wait(self._kill_timeout):
+                logger.warning("%s ignored SIGTERM; sending SIGKILL", self.name)
+                self._signal(proc, signal.SIGKILL)
+                if not self._exited.wait(_KILL_REAP_TIMEOUT):
+                    logger.error("%s (pid %s) survived SIGKILL", self.name, proc.pid)
+        self._kill_stragglers(proc)
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(_THREAD_JOIN_TIMEOUT)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+
+    def _signal(self, proc: subprocess.Popen[bytes], sig: int) -> None:
+        if not self._exited.is_set():
+            self._signalled = True  # the exit status is ours, not a server failure
+        try:
+            if os.name == "posix":
+                # The child leads its own session, so its pid is the group id. Never
+                # getpgid(): after the leader is reaped that could name another group.
+                os.killpg(proc.pid, sig)
+            elif sig == signal.SIGTERM:
+                proc.terminate()
+            else:
+                proc.kill()
+        except ProcessLookupError:
+            pass  # already gone
+        except PermissionError:
+            proc.send_signal(sig)  # group member with another uid: signal the leader only
+
+    def _kill_stragglers(self, proc: subprocess.Popen[bytes]) -> None:
+        """Stop whatever the server left running in its group (a wrapper's grandchild)."""
+        if os.name != "posix" or not _group_alive(proc.pid):
+            return
+        self._signal(proc, signal.SIGTERM)
+        deadline = time.monotonic() + _STRAGGLER_TIMEOUT
+        while _group_alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(_GROUP_POLL_INTERVAL)
+        if _group_alive(proc.pid):
+            self._signal(proc, signal.SIGKILL)
+
+    # --- threads ------------------------------------------------------------------------------
+
+    def _spawn(self, target: Any, name: str) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _read_stdout(self) -> None:
+        proc = self._proc
+        sink = self._sink
+        assert proc is not None
+        assert proc.stdout is not None
+        assert sink is not None
+        readline = proc.stdout.readline
+        limit = self._max_line + 1
+        deliver = sink.deliver
+        loads = json.loads
+        error: A2ASyncError | None = None
+        try:
+            while True:
+                line = readline(limit)
+                if not line:
+                    break
+                if len(line) == limit and not line.endswith(b"\n"):
+                    error = ResponseTooLarge(
+                        f"{self.name} wrote a line over {self._max_line} bytes",
+                        url=self.name,
+                        limit=self._max_line,
+                    )
+                    break
+                try:
+                    message = loads(line)
+                except ValueError:
+                    if line.strip():
+                        logger.warning(
+                            "%s wrote a line that is not JSON: %s", self.name, excerpt(line)
+                        )
+                    continue
+                if type(message) is dict:
+                    deliver(message)
+                else:
+                    logger.warning(
+                        "%s wrote JSON that is not an object: %s", self.name, excerpt(line)
+                    )
+        except (OSError, ValueError) as exc:  # pipe closed under us by close()
+            logger.debug("stdout of %s: %s", self.name, exc)
+        except Exception:  # top of the reader thread: keep the session from hanging
+            logger.exception("MCP stdio reader for %s failed", self.name)
+            error = ConnectionClosed(f"reading from {self.name} failed")
+        finally:
+            self._reader_done.set()
+        if error is not None:
+            self._report(error)
+            threading.Thread(
+                target=self._close_quietly, name="a2a-sync-mcp-stdio-abort", daemon=True
+            ).start()
+            return
+        if self._closing:
+            return
+        # EOF: the server exited or closed its stdout; give the exit watcher a moment.
+        if self._exited.wait(_EXIT_DRAIN_TIMEOUT):
+            self._report(self._gone_error("connection lost:"))
+        else:
+            self._report(ConnectionClosed(f"{self.name} closed its stdout"))
+
+    def _watch_exit(self) -> None:
+        proc = self._proc
+        assert proc is not None
+        proc.wait()  # reaps the child: no zombie, whoever holds the pipes
+        self._exited.set()
+        if self._closing:
+            return
+        # Answers written just before exit are still in the pipe: let the reader finish
+        # (unless a grandchild holds stdout open, then do not wait for EOF).
+        self._reader_done.wait(_EXIT_DRAIN_TIMEOUT)
+        self._report(self._gone_error("connection lost:"))
+
+    def _drain_stderr(self) -> None:
+        proc = self._proc
+        assert proc is not None
+        assert proc.stderr is not None
+        target = self._stderr_target
+        readline = proc.stderr.readline
+        try:
+            while True:
+                chunk = readline(_STDERR_LINE_BYTES)
+                if not chunk:
+                    return
+                text = chunk.decode("utf-8", "replace").rstrip("\r\n")
+                self._stderr_tail.append(text)
+                if target == _LOG:
+                    stderr_logger.info("[%s] %s", proc.pid, text)
+                else:
+                    target.write(text + "\n")
+        except (OSError, ValueError) as exc:
+            logger.debug("stderr of %s: %s", self.name, exc)
+        except Exception:  # top of the drain thread: never block the server on a full pipe
+            logger.exception("forwarding stderr of %s failed; discarding the rest", self.name)
+            self._discard(readline)
+
+    @staticmethod
+    def _discard(readline: Any) -> None:
+        try:
+            while readline(_STDERR_LINE_BYTES):
+                pass
+        except (OSError, ValueError):
+            return
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _close_quietly(self) -> None:
+        try:
+            self.close()
+        except ServerProcessError as exc:
+            logger.debug("%s", exc)
+
+    def _report(self, error: A2ASyncError | None) -> None:
+        with self._state_lock:
+            if self._reported:
+                return
+            self._reported = True
+        if self._sink is not None:
+            self._sink.transport_closed(error)
+
+    def _gone_error(self, what: str) -> A2ASyncError:
+        proc = self._proc
+        if self._exited.is_set() and proc is not None:
+            return ServerProcessError(
+                f"{what} {self.name} exited",
+                returncode=proc.returncode,
+                stderr_tail=self.stderr_tail,
+            )
+        if self._closing:
+            return ConnectionClosed(f"MCP connection to {self.name} is closed")
+        return ConnectionClosed(f"{what} {self.name}: its stdin is closed")
+
+
+def _group_alive(pgid: int) -> bool:
+    """True if any process (zombies excepted, on Linux) remains in group ``pgid``."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not sys.platform.startswith("linux"):
+        return True
+    return _linux_group_has_live_member(pgid)
+
+
+def _linux_group_has_live_member(pgid: int) -> bool:
+    # Orphaned zombies stay group members until init reaps them; some container inits
+    # never do. They are dead: do not wait for them.
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
