@@ -94,7 +94,10 @@ class _Shaping:
 
 @attrs.frozen
 class _Cut:
-    """A cut toxic: close (or reset) after ``count`` bytes or events."""
+    """A cut toxic: close (or reset) the connection after a number of bytes or events.
+
+    ``count`` is the bytes still to forward, or the connection's event number to cut after.
+    """
 
     count: int
     reset: bool
@@ -262,12 +265,9 @@ class _Link:
                 )
         if self.scanner is not None:
             ends = self.scanner.feed(data)
-            if self.events_cut is not None and self.events_cut.count <= self.events_seen + len(
-                ends
-            ):
-                offset = ends[self.events_cut.count - self.events_seen - 1]
-                cuts.append((offset, self.events_cut.reset))
-            self.events_seen += len(ends)
+            seen_before, self.events_seen = self.events_seen, self.events_seen + len(ends)
+            if self.events_cut is not None and self.events_cut.count <= self.events_seen:
+                cuts.append((ends[self.events_cut.count - seen_before - 1], self.events_cut.reset))
         return min(cuts) if cuts else (None, False)
 
 
@@ -381,6 +381,7 @@ class FaultProxy:
 
         Without a delay a fast reader still gets the pieces one by one in most reads, but the
         kernel may coalesce them; use a small delay when the test needs separate reads.
+        :meth:`clear` removes the toxic.
         """
         if size < 1 or delay < 0:
             raise ValueError("size must be >= 1 and delay >= 0")
