@@ -254,9 +254,11 @@ class SSEDecoder:
                 if self._block_retry is not None:
                     self._block_retry = None
                 continue
-            if line[:5] == b"data:":
-                # "If value starts with a U+0020 SPACE character, remove it from value."
-                value = line[6:] if line[5:6] == b" " else line[5:]
+            # "If value starts with a U+0020 SPACE character, remove it from value."
+            if line.startswith(b"data: "):
+                value = line[6:]
+            elif line.startswith(b"data:"):
+                value = line[5:]
             elif line == b"data":
                 # A line without a colon is a field with "the empty string as the field value".
                 value = b""
