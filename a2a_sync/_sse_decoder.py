@@ -26,7 +26,7 @@ stripped.
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import attrs
 
@@ -66,7 +66,7 @@ class ServerSentEvent:
     id: str | None = None
     retry: float | None = None
 
-    def json(self) -> object:
+    def json(self) -> Any:
         """Parse :attr:`data` as JSON.
 
         Returns:
