@@ -323,6 +323,10 @@ class FaultProxy:
     Args:
         upstream: The server to forward to, as ``(host, port)`` or an ``http://`` URL.
 
+    Attributes:
+        address: ``("127.0.0.1", port)`` the clients connect to.
+        url: ``"http://127.0.0.1:port"``; the ``Host`` header clients send names this port.
+
     Use as a context manager or call :meth:`close`. Safe to share across threads.
     """
 

@@ -88,8 +88,10 @@ def write_head(
 ) -> None:
     """Write a status line and headers (nothing else: no Content-Length is added)."""
     phrase = reason if reason is not None else _reason(status)
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    lines = [f"HTTP/1.1 {status} {phrase}", *(f"{name}: {value}" for name, value in items)]
+    lines = [
+        f"HTTP/1.1 {status} {phrase}",
+        *(f"{name}: {value}" for name, value in _items(headers)),
+    ]
     sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
 
 
@@ -118,7 +120,7 @@ def respond(
         close: Send ``Connection: close`` and close the connection (FIN) afterwards.
     """
     pieces = [body] if isinstance(body, bytes) else list(body)
-    extra = list(headers.items() if isinstance(headers, Mapping) else headers)
+    extra = _items(headers)
     if chunked:
         extra.append(("Transfer-Encoding", "chunked"))
     else:
@@ -297,6 +299,10 @@ class ScriptedServer:
 
     Args:
         handler: Writes the response for each request.
+
+    Attributes:
+        address: ``("127.0.0.1", port)``.
+        url: ``"http://127.0.0.1:port"``.
     """
 
     def __init__(self, handler: Handler) -> None:
