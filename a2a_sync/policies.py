@@ -153,12 +153,15 @@ class ReconnectPolicy:
         initial_delay: Reconnection time until the server sets one.
         backoff_max: Ceiling for one delay.
         jitter: Fraction of each delay removed at random.
+        server_retry_max: Ceiling for the server's ``retry:`` value (a hostile or buggy
+            server could otherwise park the stream for days).
     """
 
     max_attempts: int = C.DEFAULT_MAX_RECONNECTS
     initial_delay: float = attrs.field(default=C.DEFAULT_RECONNECT_DELAY, validator=_non_negative)
     backoff_max: float = attrs.field(default=C.DEFAULT_RECONNECT_DELAY_MAX, validator=_non_negative)
     jitter: float = attrs.field(default=C.DEFAULT_JITTER, validator=_fraction)
+    server_retry_max: float = attrs.field(default=300.0, validator=_non_negative)
 
     @classmethod
     def none(cls) -> ReconnectPolicy:
@@ -169,7 +172,9 @@ class ReconnectPolicy:
         self, failures: int, server_retry: float | None = None, rand: RandomSource = random.random
     ) -> float:
         """Wait before reconnect number ``failures`` (>= 1)."""
-        base = self.initial_delay if server_retry is None else server_retry
+        base = (
+            self.initial_delay if server_retry is None else min(server_retry, self.server_retry_max)
+        )
         if failures <= 1:
             return base
         # The reconnection time is a floor the spec says to respect; the backoff grows

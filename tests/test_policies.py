@@ -118,3 +118,9 @@ def test_retry_after_date_in_the_past_means_now() -> None:
     now = 1_800_000_000.0
     header = email.utils.formatdate(now - 3600, usegmt=True)
     assert parse_retry_after(header, now=now) == 0.0
+
+
+def test_an_absurd_server_retry_is_capped() -> None:
+    policy = ReconnectPolicy(server_retry_max=300.0)
+    assert policy.delay(1, server_retry=float("inf")) == 300.0
+    assert policy.delay(3, server_retry=1e12, rand=_full_jitter) <= 300.0
