@@ -1,0 +1,125 @@
+"""A blocking, thread-based MCP (Model Context Protocol) client.
+
+Start here::
+
+    from a2a_sync.mcp import MCPConnection
+
+    with MCPConnection.stdio(["python", "server.py"]) as conn:
+        client = conn.client()                 # cheap; share it between threads
+        tools = client.list_tools()            # every page
+        result = client.call_tool("add", {"a": 1, "b": 2})
+        print(result.structured_content, result.text)
+
+Both protocol eras are spoken: the legacy ``initialize`` handshake (2024-11-05 ..
+2025-11-25) and the 2026-07-28 per-request envelope, detected automatically
+(``era="auto"``) or pinned. Server→client features (sampling, elicitation, roots, logs,
+progress, list-changed) reach plain callbacks on a dispatcher thread.
+"""
+
+from __future__ import annotations
+
+from .client import MCPClient, Subscription, SubscriptionEvent, ToolCall
+from .connection import DEFAULT_TIMEOUT, MCPConnection
+from .eras import ERA_CACHE, HANDSHAKE_VERSIONS, MODERN_VERSIONS, EraCache
+from .session import MCPSession, PendingRequest
+from .transports import MessageSink, Outgoing, Transport
+from .transports.stdio import StdioTransport
+from .types import (
+    Annotations,
+    AudioContent,
+    BlobResourceContents,
+    CallToolResult,
+    ClientCapabilities,
+    Completion,
+    ContentBlock,
+    CreateMessageRequest,
+    CreateMessageResult,
+    ElicitRequest,
+    ElicitResult,
+    EmbeddedResource,
+    GetPromptResult,
+    ImageContent,
+    Implementation,
+    LoggingLevel,
+    LoggingMessage,
+    Progress,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    PromptReference,
+    Resource,
+    ResourceContents,
+    ResourceLink,
+    ResourceTemplate,
+    ResourceTemplateReference,
+    Role,
+    Root,
+    SamplingMessage,
+    ServerCapabilities,
+    ServerInfo,
+    TextContent,
+    TextResourceContents,
+    Tool,
+    ToolAnnotations,
+    UnknownContent,
+)
+
+__all__ = [
+    # connection and handles
+    "DEFAULT_TIMEOUT",
+    "MCPConnection",
+    "MCPClient",
+    "ToolCall",
+    "Subscription",
+    "SubscriptionEvent",
+    # eras
+    "ERA_CACHE",
+    "EraCache",
+    "HANDSHAKE_VERSIONS",
+    "MODERN_VERSIONS",
+    # lower layers
+    "MCPSession",
+    "PendingRequest",
+    "Transport",
+    "MessageSink",
+    "Outgoing",
+    "StdioTransport",
+    # models
+    "Annotations",
+    "AudioContent",
+    "BlobResourceContents",
+    "CallToolResult",
+    "ClientCapabilities",
+    "Completion",
+    "ContentBlock",
+    "CreateMessageRequest",
+    "CreateMessageResult",
+    "ElicitRequest",
+    "ElicitResult",
+    "EmbeddedResource",
+    "GetPromptResult",
+    "ImageContent",
+    "Implementation",
+    "LoggingLevel",
+    "LoggingMessage",
+    "Progress",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
+    "PromptReference",
+    "Resource",
+    "ResourceContents",
+    "ResourceLink",
+    "ResourceTemplate",
+    "ResourceTemplateReference",
+    "Role",
+    "Root",
+    "SamplingMessage",
+    "ServerCapabilities",
+    "ServerInfo",
+    "TextContent",
+    "TextResourceContents",
+    "Tool",
+    "ToolAnnotations",
+    "UnknownContent",
+]

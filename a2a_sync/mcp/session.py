@@ -293,6 +293,7 @@ class MCPSession:
         *,
         progress: Callable[[t.Progress], None] | None = None,
         envelope: bool = True,
+        route: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> PendingRequest:
         """Send a request and return at once with its :class:`PendingRequest`.
 
@@ -303,6 +304,9 @@ class MCPSession:
                 sends ``_meta.progressToken``.
             envelope: Stamp the modern ``_meta`` envelope (False for the era probe, which
                 builds its own).
+            route: Receives notifications tagged with this request's id as
+                ``_meta.subscriptionId`` (``subscriptions/listen``), registered before
+                the request is sent.
 
         Raises:
             ConnectionClosed: The connection is closed.
@@ -315,6 +319,8 @@ class MCPSession:
             request_id = self._next_id
             self._next_id = request_id + 1
             self._pending[request_id] = slot
+            if route is not None:
+                self._routes[request_id] = route
         base = self._base_meta if envelope else None
         if base is not None or progress is not None:
             params = dict(params) if params else {}
@@ -336,6 +342,7 @@ class MCPSession:
         except A2ASyncError:
             with self._lock:
                 self._pending.pop(request_id, None)
+                self._routes.pop(request_id, None)
             raise
         return PendingRequest(self, request_id, slot)
 
@@ -371,12 +378,15 @@ class MCPSession:
         max_timeout: float | None = None,
         max_rounds: int = DEFAULT_INPUT_REQUIRED_MAX_ROUNDS,
         on_pending: Callable[[PendingRequest], None] | None = None,
+        first: PendingRequest | None = None,
     ) -> Any:
         """Like :meth:`request`, answering modern ``input_required`` results (MRTR).
 
         Each round fulfils ``inputRequests`` through the same callbacks that answer legacy
         server→client requests (on this thread), then retries with a new id, the
         ``inputResponses`` and the echoed ``requestState``. The timeout applies per round.
+        ``on_pending`` sees each round's request (to cancel it); ``first`` is a request
+        already sent with ``params``.
 
         Raises:
             ProtocolError: More than ``max_rounds`` rounds, or an unknown ``resultType``.
@@ -386,7 +396,10 @@ class MCPSession:
         delay = _STATE_ONLY_BACKOFF
         current = params
         while True:
-            pending = self.begin(method, current, progress=progress)
+            if first is not None:
+                pending, first = first, None
+            else:
+                pending = self.begin(method, current, progress=progress)
             if on_pending is not None:
                 on_pending(pending)
             result = pending.wait(

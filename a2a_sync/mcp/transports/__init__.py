@@ -104,8 +104,11 @@ class Transport(Protocol):
     """A bidirectional carrier of JSON-RPC messages. Implementations are thread-safe."""
 
     name: str
-    era_key: Hashable
     wants_context: bool
+
+    @property
+    def era_key(self) -> Hashable:
+        """Identifies the server for the era cache."""
 
     def start(self, sink: MessageSink) -> None:
         """Begin delivering incoming messages to ``sink``.

@@ -1,0 +1,723 @@
+"""``MCPClient``: the cheap, thread-shareable handle users call MCP operations on.
+
+Every method blocks until the server answers or the handle's timeout (or the call's own
+``timeout=``) expires; a timeout raises :class:`~a2a_sync.errors.DeadlineExceeded` naming
+the operation and the duration and tells the server ``notifications/cancelled``. Results
+are :mod:`a2a_sync.mcp.types` models. Modern-era calls that need input
+(``input_required``) are answered through the connection's callbacks transparently.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal, TypeVar
+
+import attrs
+import cattrs
+
+from ..errors import (
+    ConfigurationError,
+    DeadlineExceeded,
+    EmptyToolContent,
+    NoTextContent,
+    ProtocolError,
+    RequestTimeout,
+    RPCError,
+    ToolOutputError,
+    ToolOutputParseError,
+    excerpt,
+)
+from . import _codec, _schema, eras
+from . import types as t
+from .connection import MCPConnection
+from .session import MCPSession, PendingRequest
+
+__all__ = ["MCPClient", "Subscription", "SubscriptionEvent", "ToolCall"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Pages a list operation follows at most: a server handing out cursors forever is broken.
+_MAX_PAGES: Final = 10_000
+
+#: Converter for ``call_tool_typed``: user types, field names as the tool writes them.
+_typed_converter = cattrs.Converter()
+
+
+def json_type_name(value: Any) -> str:
+    """The JSON type a Python value would have (``"array"`` for a list...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
+
+
+class MCPClient:
+    """A handle for MCP operations over an :class:`~a2a_sync.mcp.connection.MCPConnection`.
+
+    Cheap to create (two attributes) and safe to share between any number of threads;
+    all handles of a connection share its server. Get one with ``connection.client()``.
+
+    Attributes:
+        timeout: This handle's default per-operation timeout in seconds.
+    """
+
+    __slots__ = ("_conn", "timeout")
+
+    def __init__(self, connection: MCPConnection, timeout: float) -> None:
+        self._conn = connection
+        self.timeout = timeout
+
+    def with_timeout(self, timeout: float) -> MCPClient:
+        """A handle with its own default timeout over the same connection.
+
+        Example::
+
+            quick = conn.client().with_timeout(10)
+            slow = conn.client().with_timeout(300)
+        """
+        return MCPClient(self._conn, timeout)
+
+    @property
+    def connection(self) -> MCPConnection:
+        """The connection this handle uses."""
+        return self._conn
+
+    @property
+    def server_info(self) -> t.ServerInfo:
+        """The negotiated era, protocol version, capabilities and server name."""
+        return self._conn.server_info
+
+    def __repr__(self) -> str:
+        return f"<MCPClient timeout={self.timeout:g} s over {self._conn!r}>"
+
+    # --- basics ---------------------------------------------------------------------------------
+
+    def ping(self, *, timeout: float | None = None) -> None:
+        """Check that the server answers (modern era: a ``server/discover`` round trip,
+        as 2026-07-28 has no ``ping``).
+
+        Raises:
+            DeadlineExceeded: No answer in time.
+            ConnectionClosed: The connection is closed.
+        """
+        session = self._conn.session
+        if session.era == "modern":
+            session.request("server/discover", None, timeout=self._t(timeout), operation="ping")
+        else:
+            session.request("ping", None, timeout=self._t(timeout), operation="ping")
+
+    def set_logging_level(self, level: t.LoggingLevel, *, timeout: float | None = None) -> None:
+        """Ask the server for log messages at ``level`` and above (delivered to the
+        connection's ``logging_callback``). Legacy: ``logging/setLevel``; modern: the
+        level rides every later request's ``_meta``.
+        """
+        if level not in t.LOGGING_LEVELS:
+            raise ConfigurationError(f"unknown log level {level!r}")
+        session = self._conn.session
+        if session.era == "modern":
+            session.set_log_level(level)
+        else:
+            session.request(
+                "logging/setLevel",
+                {"level": level},
+                timeout=self._t(timeout),
+                operation="set_logging_level",
+            )
+
+    # --- tools ------------------------------------------------------------------------------------
+
+    def list_tools(self, *, timeout: float | None = None) -> list[t.Tool]:
+        """Every tool the server offers (all pages).
+
+        Raises:
+            DeadlineExceeded: The listing took longer than the timeout (all pages).
+        """
+        tools = self._list_all("tools/list", "tools", t.Tool, timeout, "list_tools")
+        conn = self._conn
+        session = conn.session
+        if session.transport.wants_context and session.era == "modern":
+            tools = [tool for tool in tools if self._mirrorable(tool, session)]
+        conn.catalog.tools = {tool.name: tool for tool in tools}
+        conn.catalog.tools_listed = True
+        return tools
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: Callable[[t.Progress], None] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_timeout: float | None = None,
+    ) -> t.CallToolResult:
+        """Call a tool.
+
+        A tool that fails reports ``is_error=True`` in the result (no exception); an
+        unknown tool or bad arguments may be either, depending on the server.
+
+        Args:
+            name: The tool's name.
+            arguments: A JSON object (``dict``) or ``None``.
+            timeout: Seconds to wait (default: the handle's).
+            progress: Called with each :class:`~a2a_sync.mcp.types.Progress` update (on
+                the dispatcher thread).
+            reset_timeout_on_progress: Restart the timeout whenever progress arrives...
+            max_timeout: ...but never wait longer than this in total (default 10 x timeout).
+
+        Raises:
+            ConfigurationError: ``arguments`` is not a dict or None (names its JSON type).
+            DeadlineExceeded: No answer in time (the server is told to cancel).
+            ToolOutputError: The structured content breaks the tool's ``outputSchema``.
+            RPCError: The server answered with a JSON-RPC error.
+            ConnectionClosed: The connection closed (``ServerProcessError`` if the
+                server died: exit status and stderr tail).
+        """
+        call = self.start_tool_call(name, arguments, progress=progress, timeout=timeout)
+        return call.result(
+            reset_timeout_on_progress=reset_timeout_on_progress, max_timeout=max_timeout
+        )
+
+    def start_tool_call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: Callable[[t.Progress], None] | None = None,
+    ) -> ToolCall:
+        """Send a ``tools/call`` and return at once; ``result()`` waits, ``cancel()``
+        (from any thread) stops it and tells the server.
+
+        Raises:
+            ConfigurationError: ``arguments`` is not a dict or None.
+        """
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise ConfigurationError(
+                f"tool arguments must be a JSON object (dict) or None, got "
+                f"{json_type_name(arguments)}"
+            )
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments if type(arguments) is dict else dict(arguments)
+        session = self._conn.session
+        pending = session.begin("tools/call", params, progress=progress)
+        return ToolCall(
+            self,
+            name=name,
+            params=params,
+            pending=pending,
+            progress=progress,
+            timeout=self._t(timeout),
+        )
+
+    def call_tool_typed(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        into: type[T],
+        timeout: float | None = None,
+        progress: Callable[[t.Progress], None] | None = None,
+    ) -> T:
+        """Call a tool and structure its output into ``into`` (an attrs class, dataclass,
+        or anything cattrs can build).
+
+        The output is the structured content when present (a ``{"result": x}`` wrapper,
+        which python-sdk servers put around non-object values, is unwrapped if ``into``
+        does not fit the wrapper), else the JSON in the first text block.
+
+        Raises:
+            EmptyToolContent: No structured content and an empty content list.
+            NoTextContent: Content, but no text block (``.kinds`` lists what came).
+            ToolOutputParseError: The text is not JSON, or the JSON does not fit ``into``.
+            ToolOutputError: The tool reported an error (``is_error``).
+            (and everything :meth:`call_tool` raises)
+        """
+        result = self.call_tool(name, arguments, timeout=timeout, progress=progress)
+        if result.is_error:
+            raise ToolOutputError(
+                f"tool {name!r} reported an error: {excerpt(result.text)}", tool=name
+            )
+        if result.structured_content is not None:
+            data = result.structured_content
+            try:
+                return _typed_converter.structure(data, into)
+            except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
+                if isinstance(data, dict) and len(data) == 1 and "result" in data:
+                    return _structure_typed(data["result"], into, name, repr(data))
+                raise _parse_error(name, into, repr(data), exc) from exc
+        if not result.content:
+            raise EmptyToolContent(f"tool {name!r} returned empty content", tool=name)
+        text = next((b.text for b in result.content if isinstance(b, t.TextContent)), None)
+        if text is None:
+            kinds = [b.type for b in result.content]
+            raise NoTextContent(
+                f"tool {name!r} returned {len(kinds)} content item(s) but none were text: "
+                f"[{', '.join(kinds)}]",
+                tool=name,
+                kinds=kinds,
+            )
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ToolOutputParseError(
+                f"tool {name!r} returned text that is not JSON", tool=name, excerpt=excerpt(text)
+            ) from exc
+        return _structure_typed(data, into, name, text)
+
+    # --- resources --------------------------------------------------------------------------------
+
+    def list_resources(self, *, timeout: float | None = None) -> list[t.Resource]:
+        """Every concrete resource (all pages)."""
+        return self._list_all("resources/list", "resources", t.Resource, timeout, "list_resources")
+
+    def list_resource_templates(self, *, timeout: float | None = None) -> list[t.ResourceTemplate]:
+        """Every resource template (all pages)."""
+        return self._list_all(
+            "resources/templates/list",
+            "resourceTemplates",
+            t.ResourceTemplate,
+            timeout,
+            "list_resource_templates",
+        )
+
+    def read_resource(
+        self, uri: str, *, timeout: float | None = None
+    ) -> list[t.TextResourceContents | t.BlobResourceContents]:
+        """Read a resource; returns its contents (text or decoded blob parts).
+
+        Raises:
+            ResourceNotFound: (legacy servers) or InvalidParams (modern) for unknown URIs.
+        """
+        conn = self._conn
+        cache = conn.catalog.cache if conn.session.era == "modern" else None
+        raw = cache.get("resources/read", uri) if cache is not None else None
+        if raw is None:
+            rounds: list[PendingRequest] = []
+            raw = conn.session.request_with_input(
+                "resources/read",
+                {"uri": uri},
+                timeout=self._t(timeout),
+                operation=f"read_resource {uri!r}",
+                max_rounds=conn.input_required_max_rounds,
+                on_pending=rounds.append,
+            )
+            if cache is not None and len(rounds) == 1:
+                cache.put("resources/read", uri, raw)
+        contents = raw.get("contents") if isinstance(raw, dict) else None
+        return _codec.structure(
+            contents if contents is not None else [],
+            list[t.ResourceContents],
+            what="resource contents",
+        )
+
+    def subscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """Ask for ``resource_updated_callback(uri)`` when the resource changes (legacy era;
+        in 2026-07-28 use :meth:`listen`).
+
+        Raises:
+            ConfigurationError: The connection is in the modern era.
+        """
+        self._legacy_only("resources/subscribe", "listen(resource_uris=[...])")
+        self._conn.session.request(
+            "resources/subscribe",
+            {"uri": uri},
+            timeout=self._t(timeout),
+            operation="subscribe_resource",
+        )
+
+    def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
+        """Undo :meth:`subscribe_resource` (legacy era)."""
+        self._legacy_only("resources/unsubscribe", "closing the listen() subscription")
+        self._conn.session.request(
+            "resources/unsubscribe",
+            {"uri": uri},
+            timeout=self._t(timeout),
+            operation="unsubscribe_resource",
+        )
+
+    # --- prompts and completion ------------------------------------------------------------------
+
+    def list_prompts(self, *, timeout: float | None = None) -> list[t.Prompt]:
+        """Every prompt (all pages)."""
+        return self._list_all("prompts/list", "prompts", t.Prompt, timeout, "list_prompts")
+
+    def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> t.GetPromptResult:
+        """Render a prompt with string ``arguments``."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        raw = self._conn.session.request_with_input(
+            "prompts/get",
+            params,
+            timeout=self._t(timeout),
+            operation=f"prompt {name!r}",
+            max_rounds=self._conn.input_required_max_rounds,
+        )
+        return _codec.structure(raw, t.GetPromptResult, what="prompt")
+
+    def complete(
+        self,
+        ref: t.PromptReference | t.ResourceTemplateReference,
+        argument: str,
+        value: str,
+        *,
+        context: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> t.Completion:
+        """Suggestions for ``argument`` of a prompt or resource template, given the
+        partial ``value`` and already-chosen ``context`` arguments."""
+        params: dict[str, Any] = {
+            "ref": _codec.unstructure(ref),
+            "argument": {"name": argument, "value": value},
+        }
+        if context:
+            params["context"] = {"arguments": dict(context)}
+        raw = self._conn.session.request(
+            "completion/complete", params, timeout=self._t(timeout), operation="complete"
+        )
+        completion = raw.get("completion") if isinstance(raw, dict) else None
+        return _codec.structure(completion or {}, t.Completion, what="completion")
+
+    # --- roots and subscriptions -----------------------------------------------------------------
+
+    def notify_roots_changed(self) -> None:
+        """Tell the server the roots changed (legacy; modern servers ask per request)."""
+        session = self._conn.session
+        if session.era != "modern":
+            session.notify("notifications/roots/list_changed")
+
+    def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: tuple[str, ...] | list[str] = (),
+        timeout: float | None = None,
+    ) -> Subscription:
+        """Open a 2026-07-28 ``subscriptions/listen`` stream.
+
+        Events also reach the connection's ``list_changed_callback`` and
+        ``resource_updated_callback``. Returns once the server acknowledged.
+
+        Raises:
+            ConfigurationError: The connection is in the legacy era (use the list-changed
+                callbacks and :meth:`subscribe_resource`).
+            DeadlineExceeded: No acknowledgement in time.
+        """
+        session = self._conn.session
+        if session.era != "modern":
+            raise ConfigurationError(
+                "subscriptions/listen needs the 2026-07-28 era; legacy servers push "
+                "list_changed notifications on their own and use subscribe_resource()"
+            )
+        wanted: dict[str, Any] = {}
+        if tools:
+            wanted["toolsListChanged"] = True
+        if prompts:
+            wanted["promptsListChanged"] = True
+        if resources:
+            wanted["resourcesListChanged"] = True
+        if resource_uris:
+            wanted["resourceSubscriptions"] = list(resource_uris)
+        subscription = Subscription(session)
+        subscription._pending = session.begin(
+            "subscriptions/listen", {"notifications": wanted}, route=subscription._route
+        )
+        subscription._await_ack(self._t(timeout))
+        return subscription
+
+    # --- helpers ----------------------------------------------------------------------------------
+
+    def _t(self, timeout: float | None) -> float:
+        return self.timeout if timeout is None else timeout
+
+    def _legacy_only(self, method: str, instead: str) -> None:
+        if self._conn.session.era == "modern":
+            raise ConfigurationError(f"{method} does not exist in MCP 2026-07-28; use {instead}")
+
+    @staticmethod
+    def _mirrorable(tool: t.Tool, session: MCPSession) -> bool:
+        mapping = eras.param_header_map(tool)
+        if mapping is None:
+            logger.warning("dropping tool %r: invalid x-mcp-header annotations", tool.name)
+            return False
+        if mapping:
+            session.param_headers[tool.name] = mapping
+        return True
+
+    def _list_all(
+        self, method: str, key: str, cls: type[T], timeout: float | None, operation: str
+    ) -> list[T]:
+        conn = self._conn
+        session = conn.session
+        cache = conn.catalog.cache if session.era == "modern" else None
+        limit = self._t(timeout)
+        deadline = time.monotonic() + limit
+        items: list[T] = []
+        cursor: str | None = None
+        for _page in range(_MAX_PAGES):
+            raw = cache.get(method, cursor or "") if cache is not None else None
+            if raw is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise DeadlineExceeded(
+                        f"{operation} timed out after {limit:g} s", timeout=limit
+                    )
+                params = {"cursor": cursor} if cursor is not None else None
+                pending = session.begin(method, params)
+                try:
+                    raw = pending.wait(remaining, operation=operation)
+                except DeadlineExceeded as exc:
+                    raise DeadlineExceeded(
+                        f"{operation} timed out after {limit:g} s", timeout=limit
+                    ) from exc
+                if cache is not None:
+                    cache.put(method, cursor or "", raw)
+            page = raw.get(key) if isinstance(raw, dict) else None
+            if not isinstance(page, list):
+                raise ProtocolError(f"{method} result lacks a {key!r} list")
+            items.extend(_codec.structure(page, list[cls], what=method))  # type: ignore[valid-type]
+            next_cursor = raw.get("nextCursor")
+            if not isinstance(next_cursor, str) or not next_cursor:
+                return items
+            if next_cursor == cursor:
+                raise ProtocolError(f"{method} returned the same cursor twice")
+            cursor = next_cursor
+        raise ProtocolError(f"{method} returned more than {_MAX_PAGES} pages")
+
+
+class ToolCall:
+    """A tool call in flight (from :meth:`MCPClient.start_tool_call`).
+
+    Thread-safe: one thread may block in :meth:`result` while another calls :meth:`cancel`.
+    """
+
+    def __init__(
+        self,
+        client: MCPClient,
+        *,
+        name: str,
+        params: dict[str, Any],
+        pending: PendingRequest,
+        progress: Callable[[t.Progress], None] | None,
+        timeout: float,
+    ) -> None:
+        self.name = name
+        self.timeout = timeout
+        self._client = client
+        self._params = params
+        self._progress = progress
+        self._current = pending
+        self._first: PendingRequest | None = pending
+        self._cancelled = False
+
+    def result(
+        self,
+        timeout: float | None = None,
+        *,
+        reset_timeout_on_progress: bool = False,
+        max_timeout: float | None = None,
+    ) -> t.CallToolResult:
+        """Wait for the result (see :meth:`MCPClient.call_tool` for errors).
+
+        Raises:
+            Cancelled: :meth:`cancel` was called.
+        """
+        conn = self._client._conn
+        session = conn.session
+        raw = session.request_with_input(
+            "tools/call",
+            self._params,
+            timeout=self.timeout if timeout is None else timeout,
+            operation=f"tool {self.name!r}",
+            progress=self._progress,
+            reset_on_progress=reset_timeout_on_progress,
+            max_timeout=max_timeout,
+            max_rounds=conn.input_required_max_rounds,
+            on_pending=self._on_pending,
+            first=self._take_first(),
+        )
+        result = _codec.structure(raw, t.CallToolResult, what="tool result")
+        if conn.validate_output and not result.is_error:
+            self._validate(result)
+        return result
+
+    def cancel(self, reason: str | None = None) -> bool:
+        """Stop the call and tell the server; False if it had already finished."""
+        self._cancelled = True
+        return self._current.cancel(reason)
+
+    def done(self) -> bool:
+        """True once the current round has an outcome."""
+        return self._current.done()
+
+    def _take_first(self) -> PendingRequest | None:
+        first, self._first = self._first, None
+        if first is None:
+            raise ConfigurationError("ToolCall.result() can be called once")
+        return first
+
+    def _on_pending(self, pending: PendingRequest) -> None:
+        self._current = pending
+        if self._cancelled:
+            pending.cancel("cancelled by the client")
+
+    def _validate(self, result: t.CallToolResult) -> None:
+        conn = self._client._conn
+        tool = conn.catalog.tools.get(self.name)
+        if tool is None and not conn.catalog.tools_listed:
+            try:
+                self._client.list_tools(timeout=self.timeout)
+            except (RPCError, ProtocolError, RequestTimeout) as exc:
+                # Validation is best effort: a failed listing must not fail a good call.
+                logger.warning("cannot list tools to validate %r: %s", self.name, exc)
+                conn.catalog.tools_listed = True
+            tool = conn.catalog.tools.get(self.name)
+        if tool is None or tool.output_schema is None:
+            return
+        if result.structured_content is None:
+            raise ToolOutputError(
+                f"tool {self.name!r} declares an outputSchema but returned no structured content",
+                tool=self.name,
+            )
+        findings = _schema.validate(result.structured_content, tool.output_schema)
+        if findings:
+            raise ToolOutputError(
+                f"structured content of tool {self.name!r} does not match its outputSchema: "
+                + "; ".join(findings),
+                tool=self.name,
+            )
+
+
+@attrs.frozen
+class SubscriptionEvent:
+    """One change reported on a ``subscriptions/listen`` stream.
+
+    Attributes:
+        kind: ``"tools"``, ``"prompts"``, ``"resources"`` (list changed) or
+            ``"resource_updated"``.
+        uri: The resource, for ``"resource_updated"``.
+    """
+
+    kind: Literal["tools", "prompts", "resources", "resource_updated"]
+    uri: str | None = None
+
+
+_EVENT_KINDS: Final[Mapping[str, Any]] = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources",
+    "notifications/resources/updated": "resource_updated",
+}
+
+
+class Subscription:
+    """An open ``subscriptions/listen`` stream (modern era). Close it when done.
+
+    Thread-safe. Events are also delivered to the connection's callbacks.
+
+    Attributes:
+        granted: The notification filter the server acknowledged (a subset of the ask).
+    """
+
+    def __init__(self, session: MCPSession) -> None:
+        self._session = session
+        self._pending: PendingRequest | None = None
+        self._acked = threading.Event()
+        self._events: queue.SimpleQueue[SubscriptionEvent] = queue.SimpleQueue()
+        self.granted: dict[str, Any] = {}
+
+    def get_event(self, timeout: float) -> SubscriptionEvent | None:
+        """The next event, or None if none arrived within ``timeout`` seconds."""
+        try:
+            return self._events.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    @property
+    def closed(self) -> bool:
+        """True once the server ended the stream or :meth:`close` was called."""
+        return self._pending is None or self._pending.done()
+
+    def close(self) -> None:
+        """Stop listening (``notifications/cancelled`` on stdio). Idempotent."""
+        pending = self._pending
+        if pending is not None:
+            pending.cancel("subscription closed")
+            self._session.remove_route(pending.request_id)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _route(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/subscriptions/acknowledged":
+            granted = params.get("notifications")
+            self.granted = granted if isinstance(granted, dict) else {}
+            self._acked.set()
+            return
+        kind = _EVENT_KINDS.get(method)
+        if kind is not None:
+            uri = params.get("uri")
+            self._events.put(SubscriptionEvent(kind, uri if isinstance(uri, str) else None))
+
+    def _await_ack(self, timeout: float) -> None:
+        pending = self._pending
+        assert pending is not None
+        deadline = time.monotonic() + timeout
+        while not self._acked.wait(0.05):
+            if pending.done():
+                pending.wait(0)  # raises the server's error; a result means it ended
+                raise ProtocolError("subscriptions/listen ended before it was acknowledged")
+            if time.monotonic() >= deadline:
+                self.close()
+                raise DeadlineExceeded(
+                    f"subscriptions/listen not acknowledged after {timeout:g} s", timeout=timeout
+                )
+
+
+def _structure_typed(data: Any, into: type[T], name: str, raw: str) -> T:
+    try:
+        return _typed_converter.structure(data, into)
+    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
+        raise _parse_error(name, into, raw, exc) from exc
+
+
+def _parse_error(name: str, into: type[Any], raw: str, exc: Exception) -> ToolOutputParseError:
+    details = (
+        "; ".join(cattrs.transform_error(exc))
+        if isinstance(exc, cattrs.BaseValidationError)
+        else str(exc)
+    )
+    return ToolOutputParseError(
+        f"output of tool {name!r} does not fit {getattr(into, '__name__', into)}: {details}",
+        tool=name,
+        excerpt=excerpt(raw),
+    )

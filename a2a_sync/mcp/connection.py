@@ -1,0 +1,484 @@
+"""``MCPConnection``: owns one transport, its session and their lifecycle.
+
+A connection is created connected: the constructor (or :meth:`MCPConnection.stdio`) starts
+the transport and negotiates the protocol era. It is used through cheap
+:class:`~a2a_sync.mcp.client.MCPClient` handles (``connection.client()``), which any number
+of threads may share. ``close()`` shuts down gracefully and reports a server failure;
+``wait()`` blocks until the server ends on its own. A connection that is garbage-collected
+or still open at interpreter exit is closed by a finalizer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, NoReturn
+
+from ..errors import (
+    A2ASyncError,
+    ConnectionClosed,
+    DeadlineExceeded,
+    ProtocolError,
+    RPCError,
+    ServerProcessError,
+)
+from . import _cache, eras
+from . import types as t
+from .session import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, Handlers, MCPSession
+from .transports import Transport
+from .transports.stdio import (
+    DEFAULT_INHERITED_ENV_VARS,
+    DEFAULT_MAX_LINE_BYTES,
+    StdioTransport,
+)
+
+if TYPE_CHECKING:
+    from .client import MCPClient
+
+__all__ = ["DEFAULT_TIMEOUT", "MCPConnection"]
+
+logger = logging.getLogger(__name__)
+
+#: Default per-operation timeout of client handles (the seed's 30 s).
+DEFAULT_TIMEOUT: Final = 30.0
+#: Timeout of the ``initialize`` handshake: servers started through npx/uvx may first
+#: install packages, so be generous (the call still fails at once if the server dies).
+HANDSHAKE_TIMEOUT: Final = 60.0
+
+
+class _Live:
+    """What the finalizer needs: the current transport and session (never the connection)."""
+
+    __slots__ = ("session", "transport")
+
+    def __init__(self, transport: Transport, session: MCPSession) -> None:
+        self.transport = transport
+        self.session = session
+
+
+class _Catalog:
+    """Connection state the session's notification listener updates. Kept apart from the
+    connection so the reader thread never references the connection (the finalizer must
+    be able to collect it)."""
+
+    __slots__ = ("cache", "tools", "tools_listed")
+
+    def __init__(self, cache: bool) -> None:
+        self.cache: _cache.ResponseCache | None = _cache.ResponseCache() if cache else None
+        #: Tools by name from the last ``tools/list`` (output validation, header mirroring).
+        self.tools: dict[str, t.Tool] = {}
+        self.tools_listed = False
+
+    def on_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/tools/list_changed":
+            self.tools_listed = False
+        if self.cache is not None:
+            self.cache.on_notification(method, params)
+
+
+def _finalize(live: _Live) -> None:
+    logger.debug("closing unclosed MCP connection to %s", live.transport.name)
+    try:
+        live.transport.close()
+    except A2ASyncError as exc:
+        logger.debug("closing %s: %s", live.transport.name, exc)
+
+
+class MCPConnection:
+    """A connected MCP client session over one transport.
+
+    Thread-safe. Not copyable (it owns a server process or HTTP session): share
+    :meth:`client` handles instead. Use it as a context manager or call :meth:`close`.
+
+    Args:
+        transport_factory: Creates a fresh, unstarted transport. Called once, or twice when
+            ``era="auto"`` must restart a server that locked itself into the modern era.
+        era: ``"auto"`` (probe ``server/discover``, fall back to ``initialize``; the verdict
+            is cached per server), ``"legacy"``, ``"modern"``, or an exact revision to pin
+            (``"2025-06-18"``, ``"2026-07-28"``).
+        timeout: Default per-operation timeout (seconds) of :meth:`client` handles.
+        sampling_callback: ``(CreateMessageRequest) -> CreateMessageResult``; declares
+            the ``sampling`` capability.
+        elicitation_callback: ``(ElicitRequest) -> ElicitResult``; declares ``elicitation``
+            (form and url modes).
+        roots_callback: ``() -> list[Root]``; declares ``roots``.
+        logging_callback: ``(LoggingMessage) -> None`` for server log messages.
+        list_changed_callback: ``(kind) -> None``, kind ``"tools"|"prompts"|"resources"``.
+        resource_updated_callback: ``(uri) -> None``.
+        notification_callback: ``(method, params) -> None`` for every notification.
+        log_level: Ask the server for log messages at this level and above.
+        client_info: How the client introduces itself (default ``a2a-sync``).
+        validate_output: Check tool results against the tool's ``outputSchema``.
+        cache: Honour ``ttlMs``/``cacheScope`` on list and read results (modern era).
+        discover_timeout: How long ``era="auto"`` waits for the ``server/discover`` probe.
+        handshake_timeout: How long to wait for ``initialize`` / ``server/discover``.
+        input_required_max_rounds: Cap on ``input_required`` rounds per call (modern era).
+
+    Raises:
+        ServerProcessError: A stdio server failed to start or died during negotiation.
+        RPCError: The server refused negotiation.
+        ProtocolError: The server speaks no revision this client knows.
+        RequestTimeout: Negotiation timed out.
+    """
+
+    def __init__(
+        self,
+        transport_factory: Callable[[], Transport],
+        *,
+        era: eras.EraSetting = "auto",
+        timeout: float = DEFAULT_TIMEOUT,
+        sampling_callback: Callable[[t.CreateMessageRequest], t.CreateMessageResult] | None = None,
+        elicitation_callback: Callable[[t.ElicitRequest], t.ElicitResult] | None = None,
+        roots_callback: Callable[[], Sequence[t.Root]] | None = None,
+        logging_callback: Callable[[t.LoggingMessage], None] | None = None,
+        list_changed_callback: Callable[[str], None] | None = None,
+        resource_updated_callback: Callable[[str], None] | None = None,
+        notification_callback: Callable[[str, dict[str, Any]], None] | None = None,
+        log_level: t.LoggingLevel | None = None,
+        client_info: t.Implementation | None = None,
+        validate_output: bool = True,
+        cache: bool = True,
+        discover_timeout: float = eras.DISCOVER_TIMEOUT,
+        handshake_timeout: float = HANDSHAKE_TIMEOUT,
+        input_required_max_rounds: int = DEFAULT_INPUT_REQUIRED_MAX_ROUNDS,
+    ) -> None:
+        self._mode, self._version = eras.parse_setting(era)
+        self._factory = transport_factory
+        self.timeout = timeout
+        self._handlers = Handlers(
+            sampling=sampling_callback,
+            elicitation=elicitation_callback,
+            roots=roots_callback,
+            logging=logging_callback,
+            list_changed=list_changed_callback,
+            resource_updated=resource_updated_callback,
+            notification=notification_callback,
+        )
+        self._client_info = client_info
+        self._log_level = log_level
+        self.validate_output = validate_output
+        self.input_required_max_rounds = input_required_max_rounds
+        self._discover_timeout = discover_timeout
+        self._handshake_timeout = handshake_timeout
+        self.catalog = _Catalog(cache)
+        self._close_lock = threading.Lock()
+        self._closed = False
+        self._live = self._connect()
+        self._finalizer = weakref.finalize(self, _finalize, self._live)
+
+    @classmethod
+    def stdio(
+        cls,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr: Any = "log",
+        inherit_env: Iterable[str] = DEFAULT_INHERITED_ENV_VARS,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        era: eras.EraSetting = "auto",
+        timeout: float = DEFAULT_TIMEOUT,
+        sampling_callback: Callable[[t.CreateMessageRequest], t.CreateMessageResult] | None = None,
+        elicitation_callback: Callable[[t.ElicitRequest], t.ElicitResult] | None = None,
+        roots_callback: Callable[[], Sequence[t.Root]] | None = None,
+        logging_callback: Callable[[t.LoggingMessage], None] | None = None,
+        list_changed_callback: Callable[[str], None] | None = None,
+        resource_updated_callback: Callable[[str], None] | None = None,
+        notification_callback: Callable[[str, dict[str, Any]], None] | None = None,
+        log_level: t.LoggingLevel | None = None,
+        client_info: t.Implementation | None = None,
+        validate_output: bool = True,
+        cache: bool = True,
+        discover_timeout: float = eras.DISCOVER_TIMEOUT,
+        handshake_timeout: float = HANDSHAKE_TIMEOUT,
+        input_required_max_rounds: int = DEFAULT_INPUT_REQUIRED_MAX_ROUNDS,
+    ) -> MCPConnection:
+        """Start an MCP server subprocess and connect to it over stdio.
+
+        ``argv`` is run directly (never through a shell), in its own process group, with
+        only the allow-listed environment (``HOME, LOGNAME, PATH, SHELL, TERM, USER``)
+        plus ``env``. The server's stderr goes to logging by default (``stderr=None``
+        discards it, or pass any object with ``write``); it works in Jupyter.
+
+        Example::
+
+            with MCPConnection.stdio(["python", "server.py"]) as conn:
+                client = conn.client()
+                print(client.call_tool("add", {"a": 1, "b": 2}).structured_content)
+
+        Args:
+            argv: Program and arguments.
+            env: Extra environment variables for the server (API keys go here).
+            cwd: Working directory of the server.
+            stderr: ``"log"``, a file-like object, or ``None``.
+            inherit_env: Variables copied from this process's environment.
+            max_line_bytes: Longest JSON line accepted from the server.
+            era: See :class:`MCPConnection` (as are the remaining arguments).
+            timeout: Default per-operation timeout of client handles.
+            sampling_callback: See :class:`MCPConnection`.
+            elicitation_callback: See :class:`MCPConnection`.
+            roots_callback: See :class:`MCPConnection`.
+            logging_callback: See :class:`MCPConnection`.
+            list_changed_callback: See :class:`MCPConnection`.
+            resource_updated_callback: See :class:`MCPConnection`.
+            notification_callback: See :class:`MCPConnection`.
+            log_level: See :class:`MCPConnection`.
+            client_info: See :class:`MCPConnection`.
+            validate_output: See :class:`MCPConnection`.
+            cache: See :class:`MCPConnection`.
+            discover_timeout: See :class:`MCPConnection`.
+            handshake_timeout: See :class:`MCPConnection`.
+            input_required_max_rounds: See :class:`MCPConnection`.
+
+        Raises:
+            ServerProcessError: The server could not be started or exited during start-up
+                (with its exit status and the tail of its stderr).
+            ConfigurationError: ``argv`` is a string or empty.
+        """
+
+        def factory() -> Transport:
+            return StdioTransport(
+                argv,
+                env=env,
+                cwd=cwd,
+                stderr=stderr,
+                inherit_env=inherit_env,
+                max_line_bytes=max_line_bytes,
+            )
+
+        return cls(
+            factory,
+            era=era,
+            timeout=timeout,
+            sampling_callback=sampling_callback,
+            elicitation_callback=elicitation_callback,
+            roots_callback=roots_callback,
+            logging_callback=logging_callback,
+            list_changed_callback=list_changed_callback,
+            resource_updated_callback=resource_updated_callback,
+            notification_callback=notification_callback,
+            log_level=log_level,
+            client_info=client_info,
+            validate_output=validate_output,
+            cache=cache,
+            discover_timeout=discover_timeout,
+            handshake_timeout=handshake_timeout,
+            input_required_max_rounds=input_required_max_rounds,
+        )
+
+    # --- public surface -----------------------------------------------------------------------
+
+    def client(self, timeout: float | None = None) -> MCPClient:
+        """A cheap handle for MCP operations; share it freely between threads.
+
+        Args:
+            timeout: The handle's default per-operation timeout (default: the
+                connection's).
+
+        Returns:
+            An :class:`~a2a_sync.mcp.client.MCPClient` over this connection.
+        """
+        from .client import MCPClient  # noqa: PLC0415 - client imports this module
+
+        return MCPClient(self, self.timeout if timeout is None else timeout)
+
+    @property
+    def session(self) -> MCPSession:
+        """The protocol session (escape hatch for raw requests)."""
+        return self._live.session
+
+    @property
+    def server_info(self) -> t.ServerInfo:
+        """What negotiation learnt: era, protocol version, capabilities, server name."""
+        info = self._live.session.server_info
+        assert info is not None
+        return info
+
+    @property
+    def era(self) -> eras.Era:
+        """``"legacy"`` or ``"modern"``."""
+        return self.server_info.era
+
+    @property
+    def protocol_version(self) -> str:
+        """The negotiated protocol revision."""
+        return self.server_info.protocol_version
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`, or once the server has gone away."""
+        return self._closed or self._live.session.closed_error is not None
+
+    @property
+    def transport(self) -> Transport:
+        """The transport in use (for ``pid``, ``stderr_tail`` on stdio)."""
+        return self._live.transport
+
+    def close(self) -> None:
+        """Shut down gracefully: pending calls fail with ``ConnectionClosed``; stdio servers
+        get stdin EOF, then SIGTERM, then SIGKILL (bounded). Idempotent.
+
+        Raises:
+            ServerProcessError: The server had failed (exited non-zero on its own).
+        """
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._finalizer.detach()
+        live = self._live
+        try:
+            live.transport.close()
+        finally:
+            live.session.join_dispatcher()
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until the server ends the connection (e.g. a stdio server exits).
+
+        Args:
+            timeout: Seconds to wait; ``None`` waits as long as the server runs.
+
+        Raises:
+            DeadlineExceeded: The server was still running after ``timeout``.
+            ServerProcessError: The server exited with a failure status.
+            A2ASyncError: The transport failed (e.g. ``ResponseTooLarge``).
+        """
+        session = self._live.session
+        if not session.wait_closed(timeout):
+            raise DeadlineExceeded(
+                f"{self._live.transport.name} still running after {timeout:g} s",
+                timeout=timeout,
+            )
+        error = session.closed_error
+        if isinstance(error, ServerProcessError) and error.returncode in (0, None):
+            return
+        if error is None or type(error) is ConnectionClosed:
+            return
+        raise error
+
+    def __enter__(self) -> MCPConnection:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except A2ASyncError as close_error:  # do not mask the exception in flight
+            logger.warning("closing %s: %s", self._live.transport.name, close_error)
+
+    def __copy__(self) -> NoReturn:
+        raise TypeError("MCPConnection is not copyable; share conn.client() handles instead")
+
+    def __deepcopy__(self, memo: Any) -> NoReturn:
+        raise TypeError("MCPConnection is not copyable; share conn.client() handles instead")
+
+    def __reduce_ex__(self, protocol: Any) -> NoReturn:
+        raise TypeError("MCPConnection cannot be pickled")
+
+    def __repr__(self) -> str:
+        info = self._live.session.server_info
+        state = "closed" if self.closed else "open"
+        era = f"{info.era} {info.protocol_version}" if info else "negotiating"
+        return f"<MCPConnection {self._live.transport.name} ({era}) {state}>"
+
+    # --- negotiation ------------------------------------------------------------------------------
+
+    def _start(self) -> _Live:
+        transport = self._factory()
+        session = MCPSession(transport, self._handlers)
+        if self._client_info is not None:
+            session.client_info = self._client_info
+        session.log_level = self._log_level
+        transport.start(session)
+        session.add_listener(self.catalog.on_notification)
+        return _Live(transport, session)
+
+    def _connect(self) -> _Live:
+        mode, version = self._mode, self._version
+        probe = mode == "auto"
+        live = self._start()
+        try:
+            if probe and eras.ERA_CACHE.get(live.transport.era_key) == "legacy":
+                mode, version, probe = "legacy", eras.LATEST_HANDSHAKE_VERSION, False
+            if mode == "legacy":
+                info = self._initialize(live.session, version)
+            elif mode == "modern":
+                info = self._discover(live.session, version, self._handshake_timeout)
+            else:
+                info, live = self._auto(live)
+        except BaseException:
+            _finalize(live)
+            raise
+        if probe:
+            eras.ERA_CACHE.put(live.transport.era_key, info.era)
+        live.session.adopt(info)
+        if info.era == "legacy" and self._log_level is not None:
+            live.session.request(
+                "logging/setLevel", {"level": self._log_level}, timeout=self.timeout
+            )
+        return live
+
+    def _auto(self, live: _Live) -> tuple[t.ServerInfo, _Live]:
+        version = eras.LATEST_MODERN_VERSION
+        for _attempt in range(2):
+            try:
+                return self._discover(live.session, version, self._discover_timeout), live
+            except RPCError as exc:
+                retry_at = eras.probe_says_modern(exc)
+                if retry_at is not None and retry_at != version:
+                    version = retry_at
+                    continue
+                logger.debug(
+                    "%s answered server/discover with %s: legacy", live.transport.name, exc
+                )
+            except DeadlineExceeded:
+                logger.debug("%s did not answer server/discover: legacy", live.transport.name)
+            except ProtocolError as exc:
+                logger.debug(
+                    "%s sent an unusable discover result (%s): legacy", live.transport.name, exc
+                )
+            break
+        try:
+            return self._initialize(live.session, eras.LATEST_HANDSHAKE_VERSION), live
+        except RPCError as exc:
+            if not eras.handshake_refused_as_modern(exc):
+                raise
+        # The server locked this connection into the modern era at the probe but its
+        # discover answer was no use: a fresh server process and the handshake first.
+        logger.info(
+            "%s refused initialize after the discover probe; restarting it", live.transport.name
+        )
+        _finalize(live)
+        fresh = self._start()
+        try:
+            return self._initialize(fresh.session, eras.LATEST_HANDSHAKE_VERSION), fresh
+        except BaseException:
+            _finalize(fresh)
+            raise
+
+    def _initialize(self, session: MCPSession, version: str) -> t.ServerInfo:
+        result = session.request(
+            "initialize",
+            eras.initialize_params(version, session.client_info, session.client_capabilities),
+            timeout=self._handshake_timeout,
+            operation="initialize",
+        )
+        info = eras.server_info_from_initialize(result)
+        session.notify("notifications/initialized")
+        return info
+
+    def _discover(self, session: MCPSession, version: str, timeout: float) -> t.ServerInfo:
+        meta = eras.modern_meta(version, session.client_info, session.client_capabilities)
+        pending = session.begin("server/discover", {"_meta": meta}, envelope=False)
+        return eras.server_info_from_discover(pending.wait(timeout, operation="server/discover"))
