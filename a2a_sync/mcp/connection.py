@@ -110,7 +110,8 @@ class MCPConnection:
         list_changed_callback: ``(kind) -> None``, kind ``"tools"|"prompts"|"resources"``.
         resource_updated_callback: ``(uri) -> None``.
         notification_callback: ``(method, params) -> None`` for every notification.
-        log_level: Ask the server for log messages at this level and above.
+        log_level: Ask the server for log messages at this level and above (legacy:
+            ``logging/setLevel`` if the server declares ``logging``; modern: per request).
         client_info: How the client introduces itself (default ``a2a-sync``).
         validate_output: Check tool results against the tool's ``outputSchema``.
         cache: Honour ``ttlMs``/``cacheScope`` on list and read results (modern era).
@@ -423,7 +424,11 @@ class MCPConnection:
         if probe:
             eras.ERA_CACHE.put(live.transport.era_key, info.era)
         live.session.adopt(info)
-        if info.era == "legacy" and self._log_level is not None:
+        if (
+            info.era == "legacy"
+            and self._log_level is not None
+            and info.capabilities.logging is not None
+        ):
             live.session.request(
                 "logging/setLevel", {"level": self._log_level}, timeout=self.timeout
             )

@@ -59,6 +59,9 @@ _DISPATCHER_JOIN_TIMEOUT: Final = 2.0
 #: Server cancellations remembered for requests we may still be answering; a bound so a
 #: server cancelling ids it never sent cannot grow memory.
 _MAX_REMEMBERED_CANCELS: Final = 1024
+#: How long a call with a progress callback waits for queued progress callbacks to run
+#: before returning (a callback that blocks longer only delays, never hangs, the caller).
+_CALLBACK_FLUSH_TIMEOUT: Final = 5.0
 #: Methods the spec forbids cancelling.
 _UNCANCELLABLE: Final = frozenset({"initialize", "server/discover"})
 
@@ -222,6 +225,9 @@ class PendingRequest:
     def _outcome(self) -> Any:
         slot = self._slot
         slot.lock.release()  # keep it released: repeated waits see the same outcome
+        if slot.progress is not None:
+            # Progress arrived before the answer: deliver it before the caller moves on.
+            self._session.flush_callbacks()
         if slot.error is not None:
             raise slot.error
         return slot.result
@@ -572,6 +578,17 @@ class MCPSession:
     def wait_closed(self, timeout: float | None) -> bool:
         """Block until the transport reported its end; False on timeout."""
         return self._closed.wait(timeout)
+
+    def flush_callbacks(self, timeout: float = _CALLBACK_FLUSH_TIMEOUT) -> None:
+        """Wait (bounded) until callbacks queued so far have run. No-op on the dispatcher
+        thread itself (a callback calling back into the client must not wait for itself)."""
+        thread = self._dispatcher
+        if thread is None or thread is threading.current_thread() or not thread.is_alive():
+            return
+        done = threading.Event()
+        self._dispatch_queue.put(done.set)
+        if not done.wait(timeout):
+            logger.warning("MCP callbacks still busy after %g s; not waiting longer", timeout)
 
     def join_dispatcher(self, timeout: float = _DISPATCHER_JOIN_TIMEOUT) -> None:
         """Wait (bounded) for queued callbacks to finish; called after close."""
