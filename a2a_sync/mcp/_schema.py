@@ -23,7 +23,15 @@ _MAX_DEPTH: Final = 64
 #: Findings reported at most.
 _MAX_ERRORS: Final = 10
 
-_TYPE_CHECKS: Final = {
+_NUMBER_KEYS: Final = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+_COMBINATOR_KEYS: Final = frozenset({"allOf", "anyOf", "oneOf", "not"})
+
+
+def _any_value(value: Any) -> bool:
+    return True
+
+
+_TYPE_CHECKS: Final[dict[str, Callable[[Any], bool]]] = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
     "string": lambda v: isinstance(v, str),
@@ -80,27 +88,32 @@ class _Validator:
             self.check(value, _resolve(schema["$ref"], self.root), path, depth + 1)
         expected = schema.get("type")
         if expected is not None:
-            names = expected if isinstance(expected, list) else [expected]
-            if not any(_TYPE_CHECKS.get(n, lambda v: True)(value) for n in names):
+            if type(expected) is str:
+                ok = _TYPE_CHECKS.get(expected, _any_value)(value)
+            else:
+                ok = any(_TYPE_CHECKS.get(n, _any_value)(value) for n in expected)
+            if not ok:
+                names = expected if isinstance(expected, list) else [expected]
                 errors.append(f"expected {' or '.join(map(str, names))} @ {path}")
                 return
-        options = schema.get("enum")
-        if isinstance(options, list) and not any(_equal(value, o) for o in options):
-            errors.append(f"value not in enum @ {path}")
+        if "enum" in schema:
+            options = schema["enum"]
+            if isinstance(options, list) and not any(_equal(value, o) for o in options):
+                errors.append(f"value not in enum @ {path}")
         if "const" in schema and not _equal(value, schema["const"]):
             errors.append(f"value is not the constant @ {path}")
-        if isinstance(value, dict):
+        kind = type(value)
+        if kind is dict:
             self._object(value, schema, path, depth)
-        elif isinstance(value, list):
+        elif kind is list:
             self._array(value, schema, path, depth)
-        elif isinstance(value, str):
-            if isinstance(schema.get("minLength"), int) and len(value) < schema["minLength"]:
-                errors.append(f"string shorter than {schema['minLength']} @ {path}")
-            if isinstance(schema.get("maxLength"), int) and len(value) > schema["maxLength"]:
-                errors.append(f"string longer than {schema['maxLength']} @ {path}")
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        elif kind is str:
+            if "minLength" in schema or "maxLength" in schema:
+                _check_length(value, schema, path, errors)
+        elif (kind is int or kind is float) and not _NUMBER_KEYS.isdisjoint(schema):
             _check_number(value, schema, path, errors)
-        self._combinators(value, schema, path, depth)
+        if not _COMBINATOR_KEYS.isdisjoint(schema):
+            self._combinators(value, schema, path, depth)
 
     def _findings(self, value: Any, schema: Any, path: str, depth: int) -> list[str]:
         sub = _Validator(self.root, [])
@@ -132,6 +145,8 @@ class _Validator:
         props = schema.get("properties")
         props = props if isinstance(props, dict) else {}
         extra = schema.get("additionalProperties", True)
+        if extra is True and not props:
+            return
         for name, item in value.items():
             if name in props:
                 self.check(item, props[name], f"{path}.{name}", depth + 1)
@@ -155,6 +170,13 @@ class _Validator:
             self.errors.append(f"fewer than {schema['minItems']} items @ {path}")
         if isinstance(schema.get("maxItems"), int) and len(value) > schema["maxItems"]:
             self.errors.append(f"more than {schema['maxItems']} items @ {path}")
+
+
+def _check_length(value: str, schema: dict[str, Any], path: str, errors: list[str]) -> None:
+    if isinstance(schema.get("minLength"), int) and len(value) < schema["minLength"]:
+        errors.append(f"string shorter than {schema['minLength']} @ {path}")
+    if isinstance(schema.get("maxLength"), int) and len(value) > schema["maxLength"]:
+        errors.append(f"string longer than {schema['maxLength']} @ {path}")
 
 
 def _check_number(value: float, schema: dict[str, Any], path: str, errors: list[str]) -> None:

@@ -1,0 +1,236 @@
+"""MCP stdio client: a2a_sync vs the official ``mcp`` client vs a minimal raw client.
+
+Every variant makes sequential ``tools/call`` round trips over stdio, against
+(a) the framework-free echo server (``tests/mcp/peers/echo_server.py``), which isolates
+client cost, and (b) the official ``MCPServer`` (``tests/mcp/peers/mcpserver_peer.py``).
+Variants run interleaved in one process (``benchmarks/harness.py``); CPU µs/op is this
+process's CPU (all threads: our reader, the official client's event loop thread).
+
+* ``raw``: 30 lines, one thread: write a line, read the next line (the pipe+JSON floor).
+* ``ours``: ``MCPClient.call_tool`` (id routing on a reader thread, typed result, output
+  validated against the tool's ``outputSchema``).
+* ``official``: ``mcp.ClientSession`` over ``stdio_client`` (asyncio on a loop thread).
+
+Then connection start: spawn + negotiate + first call, median of ``--starts`` runs.
+
+Run from the repo top::
+
+    .venv/bin/python -m benchmarks.mcp_client                   # both servers
+    .venv/bin/python -m benchmarks.mcp_client --target echo --reps 7 --n 5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from a2a_sync.mcp import ERA_CACHE, MCPConnection
+from benchmarks.harness import Variant, run_cli
+
+PEERS = Path(__file__).parents[1] / "tests" / "mcp" / "peers"
+ECHO = [sys.executable, str(PEERS / "echo_server.py")]
+SDK = [sys.executable, str(PEERS / "mcpserver_peer.py")]
+# tool name, arguments, expected text: the same call for every client
+CALLS = {
+    "echo": ("echo", {"text": "hello"}, "hello"),
+    "mcpserver": ("echo", {"text": "hello"}, "hello"),
+}
+
+
+class RawClient:
+    """The reference: no threads, no models, 'the next line is my answer'."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.next_id = 0
+        self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> Any:
+        assert self.proc.stdout is not None
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        while True:
+            message = json.loads(self.proc.stdout.readline())
+            if message.get("id") == self.next_id:
+                return message["result"]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(5)
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+
+
+class OfficialClient:
+    """The official async client, driven from this thread through a loop thread."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.ready = threading.Event()
+        self.stop: asyncio.Event | None = None
+        self.session: Any = None
+        self.runner = asyncio.run_coroutine_threadsafe(self._main(argv), self.loop)
+        if not self.ready.wait(30):
+            raise RuntimeError(f"official client did not start: {self.runner}")
+
+    async def _main(self, argv: list[str]) -> None:
+        from mcp import ClientSession, StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        params = StdioServerParameters(command=argv[0], args=argv[1:])
+        self.stop = asyncio.Event()
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            self.session = session
+            self.ready.set()
+            await self.stop.wait()
+
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(300)
+
+    def close(self) -> None:
+        assert self.stop is not None
+        self.loop.call_soon_threadsafe(self.stop.set)
+        self.runner.result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+def variants_for(target: str) -> tuple[list[Variant], Callable[[], None]]:
+    argv = ECHO if target == "echo" else SDK
+    name, arguments, expected = CALLS[target]
+    raw = RawClient(argv)
+    conn = MCPConnection.stdio(argv, era="legacy", stderr=None)
+    ours = conn.client()
+    official = OfficialClient(argv)
+
+    def run_raw(n: int) -> int:
+        params = {"name": name, "arguments": arguments}
+        for _ in range(n):
+            result = raw.request("tools/call", params)
+        assert result["content"][0]["text"] == expected
+        return n
+
+    def run_ours(n: int) -> int:
+        for _ in range(n):
+            result = ours.call_tool(name, arguments)
+        assert result.text == expected
+        return n
+
+    async def official_calls(n: int) -> Any:
+        session = official.session
+        for _ in range(n):
+            result = await session.call_tool(name, arguments)
+        return result
+
+    def run_official(n: int) -> int:
+        result = official.run(official_calls(n))
+        assert result.content[0].text == expected
+        return n
+
+    variants = [
+        Variant("raw", run_raw, server_pid=raw.proc.pid),
+        Variant("ours", run_ours, server_pid=conn.transport.pid),  # type: ignore[attr-defined]
+        Variant("official", run_official, baseline="raw"),
+    ]
+
+    def cleanup() -> None:
+        raw.close()
+        conn.close()
+        official.close()
+
+    return variants, cleanup
+
+
+def time_starts(argv: list[str], runs: int) -> dict[str, float]:
+    """Median ms from spawn to the first answered tools/call, per client."""
+
+    def raw_start() -> None:
+        client = RawClient(argv)
+        client.request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+        client.close()
+
+    def ours_start(era: str) -> Callable[[], None]:
+        def start() -> None:
+            with MCPConnection.stdio(argv, era=era, stderr=None) as conn:
+                conn.client().call_tool("echo", {"text": "x"})
+
+        return start
+
+    def ours_auto_first() -> None:
+        ERA_CACHE.clear()  # pay the discover probe every time
+        ours_start("auto")()
+
+    def official_start() -> None:
+        client = OfficialClient(argv)
+        client.run(client.session.call_tool("echo", {"text": "x"}))
+        client.close()
+
+    contenders = {
+        "raw": raw_start,
+        "ours (legacy pinned)": ours_start("legacy"),
+        "ours (auto, era cached)": ours_start("auto"),
+        "ours (auto, probe)": ours_auto_first,
+        "official": official_start,
+    }
+    samples: dict[str, list[float]] = {k: [] for k in contenders}
+    for _ in range(runs):
+        for label, start in contenders.items():
+            t0 = time.perf_counter()
+            start()
+            samples[label].append((time.perf_counter() - t0) * 1000)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--target", choices=["echo", "mcpserver", "both"], default="both")
+    parser.add_argument("--starts", type=int, default=7, help="connection starts to time")
+    args, rest = parser.parse_known_args()
+    targets = ["echo", "mcpserver"] if args.target == "both" else [args.target]
+    for target in targets:
+        variants, cleanup = variants_for(target)
+        try:
+            run_cli(
+                variants,
+                baseline="official",
+                default_n=3000 if target == "echo" else 300,
+                title=f"MCP stdio tools/call against the {target} server",
+                argv=rest,
+            )
+        finally:
+            cleanup()
+        print()
+    print(f"connection start, spawn to first answered call (median of {args.starts}, ms)")
+    for label, ms in time_starts(ECHO, args.starts).items():
+        print(f"  echo server       {label:<26} {ms:7.1f}")
+
+
+if __name__ == "__main__":
+    main()
