@@ -229,7 +229,8 @@ class PendingRequest:
             # Progress arrived before the answer: deliver it before the caller moves on.
             self._session.flush_callbacks()
         if slot.error is not None:
-            raise slot.error
+            # One error instance may fail many calls: do not grow a shared traceback.
+            raise slot.error.with_traceback(None)
         return slot.result
 
 
@@ -321,7 +322,7 @@ class MCPSession:
         slot = _Slot(method, progress)
         with self._lock:
             if self._closed_error is not None:
-                raise self._closed_error
+                raise self._closed_error.with_traceback(None)
             request_id = self._next_id
             self._next_id = request_id + 1
             self._pending[request_id] = slot
@@ -451,7 +452,7 @@ class MCPSession:
         if params is not None:
             message["params"] = params
         if self._closed_error is not None:
-            raise self._closed_error
+            raise self._closed_error.with_traceback(None)
         if self._wants_context:
             self._send(message, self._outgoing("notification", method, None, params))
         else:

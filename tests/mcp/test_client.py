@@ -484,3 +484,152 @@ def test_interpreter_exit_without_close_stops_the_server(tmp_path: Path) -> None
         check=True,
     )
     assert not _alive(int(done.stdout.strip()))
+
+
+# --- eras over the fake transport ---
+
+
+def _legacy_server(version: str) -> Callable[[FakeTransport, dict[str, Any]], None]:
+    def reply(tr: FakeTransport, m: dict[str, Any]) -> None:
+        if m.get("method") == "initialize":
+            tr.deliver(result(m, {"protocolVersion": version, "capabilities": {}}))
+
+    return reply
+
+
+def test_legacy_handshake_accepts_an_older_counter_offer() -> None:
+    sent: list[FakeTransport] = []
+
+    def factory() -> FakeTransport:
+        sent.append(FakeTransport(_legacy_server("2024-11-05")))
+        return sent[-1]
+
+    with MCPConnection(factory, era="legacy") as conn:
+        assert conn.protocol_version == "2024-11-05"
+    offer = sent[0].next_sent()
+    assert offer["params"]["protocolVersion"] == "2025-11-25"
+    assert sent[0].next_sent()["method"] == "notifications/initialized"
+
+
+def test_legacy_handshake_refuses_an_unknown_counter_offer() -> None:
+    from a2a_sync.errors import UnsupportedProtocolVersion
+
+    with pytest.raises(UnsupportedProtocolVersion):
+        MCPConnection(lambda: FakeTransport(_legacy_server("1999-01-01")), era="legacy")
+
+
+def test_pinning_an_exact_handshake_revision_offers_it() -> None:
+    made: list[FakeTransport] = []
+
+    def factory() -> FakeTransport:
+        made.append(FakeTransport(_legacy_server("2025-06-18")))
+        return made[-1]
+
+    with MCPConnection(factory, era="2025-06-18") as conn:
+        assert conn.protocol_version == "2025-06-18"
+    assert made[0].next_sent()["params"]["protocolVersion"] == "2025-06-18"
+
+
+def _modern_server(
+    script: Script, *, wants_context: bool = False
+) -> tuple[Callable[[], FakeTransport], list[FakeTransport]]:
+    made: list[FakeTransport] = []
+
+    def reply(tr: FakeTransport, m: dict[str, Any]) -> None:
+        method = m.get("method")
+        if "id" not in m:
+            return
+        if method == "server/discover":
+            tr.deliver(
+                result(
+                    m,
+                    {
+                        "resultType": "complete",
+                        "supportedVersions": ["2026-07-28"],
+                        "capabilities": {"tools": {"listChanged": True}},
+                        "ttlMs": 0,
+                        "cacheScope": "public",
+                    },
+                )
+            )
+        elif method in script:
+            tr.deliver(result(m, {"resultType": "complete", **script[method](m["params"])}))
+
+    def factory() -> FakeTransport:
+        made.append(FakeTransport(reply, wants_context=wants_context))
+        return made[-1]
+
+    return factory, made
+
+
+def _methods_sent(transport: FakeTransport) -> list[str]:
+    out = []
+    while not transport.sent.empty():
+        out.append(transport.sent.get_nowait().get("method"))
+    return out
+
+
+def test_modern_list_results_are_cached_for_ttl_and_evicted_on_list_changed() -> None:
+    factory, made = _modern_server(
+        {
+            "tools/list": lambda p: {
+                "tools": [{"name": "a"}],
+                "ttlMs": 60_000,
+                "cacheScope": "private",
+            }
+        }
+    )
+    with MCPConnection(factory, era="modern") as conn:
+        client = conn.client()
+        assert [t.name for t in client.list_tools()] == ["a"]
+        assert [t.name for t in client.list_tools()] == ["a"]
+        assert _methods_sent(made[0]) == ["server/discover", "tools/list"]
+        made[0].deliver({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        client.list_tools()
+        assert _methods_sent(made[0]) == ["tools/list"]
+
+
+def test_modern_results_without_ttl_are_not_cached() -> None:
+    factory, made = _modern_server({"tools/list": lambda p: {"tools": [], "ttlMs": 0}})
+    with MCPConnection(factory, era="modern") as conn:
+        conn.client().list_tools()
+        conn.client().list_tools()
+        assert _methods_sent(made[0]) == ["server/discover", "tools/list", "tools/list"]
+
+
+def test_http_style_transports_get_param_headers_and_invalid_annotations_drop_the_tool() -> None:
+    tools = [
+        {
+            "name": "geo",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "region": {"type": "string", "x-mcp-header": "Region"},
+                    "count": {"type": "integer", "x-mcp-header": "Count"},
+                },
+            },
+        },
+        {
+            "name": "broken",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"blob": {"type": "object", "x-mcp-header": "Blob"}},
+            },
+        },
+    ]
+    factory, made = _modern_server(
+        {
+            "tools/list": lambda p: {"tools": tools},
+            "tools/call": lambda p: {"content": []},
+        },
+        wants_context=True,
+    )
+    with MCPConnection(factory, era="modern") as conn:
+        client = conn.client()
+        assert [t.name for t in client.list_tools()] == ["geo"]
+        client.call_tool("geo", {"region": "eu-west\u00e9", "count": 3})
+        headers = made[0].contexts[-1].headers  # type: ignore[union-attr]
+    assert headers["Mcp-Method"] == "tools/call"
+    assert headers["Mcp-Name"] == "geo"
+    assert headers["Mcp-Param-Count"] == "3"
+    assert headers["Mcp-Param-Region"].startswith("=?base64?")

@@ -83,6 +83,8 @@ DEFAULT_INHERITED_ENV_VARS: Final[tuple[str, ...]] = (
     if sys.platform == "win32"
     else ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
 )
+#: SIGKILL where it exists (Windows has only TerminateProcess, spelled SIGTERM here).
+_KILL_SIGNAL: Final = getattr(signal, "SIGKILL", signal.SIGTERM)
 #: Grace period for the server to exit on its own after its stdin closes (MCP lifecycle).
 PROCESS_TERMINATION_TIMEOUT: Final = 2.0
 #: Time between SIGTERM and SIGKILL for a server that lingers.
@@ -300,7 +302,7 @@ class StdioTransport:
             self._signal(proc, signal.SIGTERM)
             if not self._exited.wait(self._kill_timeout):
                 logger.warning("%s ignored SIGTERM; sending SIGKILL", self.name)
-                self._signal(proc, signal.SIGKILL)
+                self._signal(proc, _KILL_SIGNAL)
                 if not self._exited.wait(_KILL_REAP_TIMEOUT):
                     logger.error("%s (pid %s) survived SIGKILL", self.name, proc.pid)
         self._kill_stragglers(proc)
@@ -338,7 +340,7 @@ class StdioTransport:
         while _group_alive(proc.pid) and time.monotonic() < deadline:
             time.sleep(_GROUP_POLL_INTERVAL)
         if _group_alive(proc.pid):
-            self._signal(proc, signal.SIGKILL)
+            self._signal(proc, _KILL_SIGNAL)
 
     # --- threads ------------------------------------------------------------------------------
 
