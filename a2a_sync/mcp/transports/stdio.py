@@ -391,14 +391,17 @@ class StdioTransport:
         except Exception:  # top of the reader thread: keep the session from hanging
             logger.exception("MCP stdio reader for %s failed", self.name)
             error = ConnectionClosed(f"reading from {self.name} failed")
-        finally:
-            self._reader_done.set()
         if error is not None:
             self._report(error)
             threading.Thread(
                 target=self._close_quietly, name="a2a-sync-mcp-stdio-abort", daemon=True
             ).start()
+            # Keep draining (and dropping) stdout so the server is not stuck on a full pipe
+            # while it is being shut down.
+            self._discard(readline)
+            self._reader_done.set()
             return
+        self._reader_done.set()
         if self._closing:
             return
         # EOF: the server exited or closed its stdout; give the exit watcher a moment.

@@ -166,6 +166,7 @@ def test_a_line_over_the_cap_ends_the_session_with_response_too_large() -> None:
     assert pid is not None
     p.transport._close_done.wait(10)
     assert not alive(pid)
+    assert p.transport.returncode == 0  # stdout kept draining: it exited on stdin EOF
 
 
 def test_a_flood_on_stderr_does_not_deadlock_and_goes_to_the_given_file() -> None:
