@@ -100,6 +100,14 @@ def configure_card_hooks(
     unstructure_fn: Callable[..., Any],
 ) -> None:
     """Register the card hooks on the 1.0 converter (schemes, requirements, OAuth flows)."""
+    # Generated hooks capture nested hooks when generated: register the inner ones first.
+    dump_flows = unstructure_fn(OAuthFlows)
+
+    def dump_first_flow(flows: OAuthFlows) -> dict[str, Any]:
+        out: dict[str, Any] = dump_flows(flows)
+        return dict(list(out.items())[:1])
+
+    conv.register_unstructure_hook(OAuthFlows, dump_first_flow)
 
     def load_scheme(obj: Any, _: Any) -> SecurityScheme:
         if obj.__class__ is not dict:
@@ -122,14 +130,6 @@ def configure_card_hooks(
 
     conv.register_structure_hook_func(lambda t: t == _SECURITY_REQUIREMENTS, _load_requirements)
     conv.register_unstructure_hook_func(lambda t: t == _SECURITY_REQUIREMENTS, _dump_requirements)
-
-    dump_flows = unstructure_fn(OAuthFlows)
-
-    def dump_first_flow(flows: OAuthFlows) -> dict[str, Any]:
-        out: dict[str, Any] = dump_flows(flows)
-        return dict(list(out.items())[:1])
-
-    conv.register_unstructure_hook(OAuthFlows, dump_first_flow)
 
 
 def _wrapped(key: str, dump: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:

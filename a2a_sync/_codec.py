@@ -63,11 +63,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from types import UnionType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import attrs
 
-from ._converters import WireError, build_converter, format_timestamp, parse_timestamp
+from ._converters import (
+    WireError,
+    build_converter,
+    format_timestamp,
+    parse_timestamp,
+    wire_name,
+)
 from .errors import ConfigurationError, ProtocolError
 from .types import (
     AgentCard,
@@ -365,7 +372,7 @@ class Codec:
         try:
             built.detailed().structure(obj, cls)
         except built.structure_errors as detailed_exc:
-            error = ProtocolError(what, details=_details(detailed_exc, path))
+            error = ProtocolError(what, details=_details(self.revision, detailed_exc, path))
             error.__cause__ = detailed_exc
             return error
         return ProtocolError(what, details=[f"{_describe(exc, None)} @ {path}"])
@@ -376,13 +383,35 @@ def _describe(exc: BaseException, type_: Any) -> str:
         return str(exc)
     from cattrs.v import format_exception  # noqa: PLC0415 - only on the failure path
 
+    args = [a for a in getattr(type_, "__args__", ()) if a is not type(None)]
+    if type(type_) is UnionType and len(args) == 1:  # "expected str", not "str | None"
+        type_ = args[0]
     return format_exception(exc, type_)
 
 
-def _details(exc: BaseException, path: str) -> list[str]:
-    from cattrs.v import transform_error  # noqa: PLC0415 - only on the failure path
+def _details(revision: str, exc: BaseException, path: str) -> list[str]:
+    """cattrs' ``transform_error``, but the path uses wire (camelCase) member names."""
+    from cattrs.errors import (  # noqa: PLC0415 - only on the failure path
+        ClassValidationError,
+        IterableValidationError,
+    )
 
-    return transform_error(exc, path, format_exception=_describe)
+    found: list[str] = []
+    if isinstance(exc, (ClassValidationError, IterableValidationError)):
+        with_notes, without = exc.group_exceptions()
+        for sub_exc, note in with_notes:
+            if isinstance(exc, ClassValidationError):
+                sub_path = f"{path}.{wire_name(revision, exc.cl, note.name)}"  # type: ignore[union-attr]
+            else:
+                sub_path = f"{path}[{note.index!r}]"
+            if isinstance(sub_exc, (ClassValidationError, IterableValidationError)):
+                found += _details(revision, sub_exc, sub_path)
+            else:
+                found.append(f"{_describe(sub_exc, note.type)} @ {sub_path}")
+        found += [f"{_describe(sub_exc, None)} @ {path}" for sub_exc in without]
+    else:
+        found.append(f"{_describe(exc, None)} @ {path}")
+    return found
 
 
 _STREAM_MEMBERS_V1: Final[dict[str, type[StreamEvent]]] = {

@@ -49,7 +49,7 @@ from .types import (
 if TYPE_CHECKING:
     from cattrs import Converter
 
-__all__ = ["WireError", "build_converter", "format_timestamp", "parse_timestamp"]
+__all__ = ["WireError", "build_converter", "format_timestamp", "parse_timestamp", "wire_name"]
 
 # --- enum spellings ------------------------------------------------------------------------------
 
@@ -377,6 +377,13 @@ _V03_OUT: Final[_Overrides] = {
     TaskStatusUpdateEvent: {"final": {"omit": True}},  # recomputed by the hook below
 }
 
+
+def wire_name(revision: str, cls: type, attribute: str) -> str:
+    """The JSON member an attribute of ``cls`` is read from in ``revision`` (for error paths)."""
+    overrides = (_V1_IN if revision == "1.0" else _V03_IN).get(cls, {})
+    return str(overrides.get(attribute, {}).get("rename", _camel(attribute)))
+
+
 _FINAL_STATES: Final = frozenset(s for s in TaskState if s.is_terminal or s.is_interrupted)
 
 
@@ -458,7 +465,11 @@ def build_converter(revision: str, *, detailed: bool) -> Converter:
 
 
 def _configure_v03(conv: Converter, structure_fn: Any, unstructure_fn: Any) -> None:
-    """0.3-only shapes: ``kind`` tags, ``final``, ``blocking``, nested push configs."""
+    """0.3-only shapes: ``kind`` tags, ``final``, ``blocking``, nested push configs.
+
+    Order matters: a generated hook captures the hooks of nested types when it is
+    generated, so each type's hook is registered before the hooks that contain it.
+    """
     tags = {Message: "message", Task: "task", TaskArtifactUpdateEvent: "artifact-update"}
     for cls, kind in tags.items():
         conv.register_unstructure_hook(cls, _tagged(unstructure_fn(cls), kind))
