@@ -4,6 +4,8 @@ written back the way a2a-sdk 1.3 writes them."""
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -282,3 +284,15 @@ def test_a2a_sdk_reads_our_0_3_and_merged_cards_as_the_same_card() -> None:
 
     assert MessageToDict(from_merged) == dump_card(CARD, "1.0")
     assert load_card(MessageToDict(from_v03)) == CARD
+
+
+def test_captured_a2a_sdk_card_loads_and_dumps_back_identically() -> None:
+    # Served by tests/data/a2a/echo_agent.py (a2a-sdk 1.3.0): a 1.0 card with merged 0.3 fields.
+    path = Path(__file__).parent / "data" / "a2a" / "echo_card.json"
+    wire = json.loads(path.read_text(encoding="utf-8"))
+
+    card = load_card(wire)
+
+    assert [i.protocol_revision for i in card.supported_interfaces] == ["1.0", "0.3"]
+    assert card.capabilities.streaming is True
+    assert dump_card(card) == wire

@@ -1004,3 +1004,50 @@ def test_push_config_lifecycle_against_a2a_sdk(echo_agent: str, codec: Codec) ->
     assert created == fetched == config
     assert listed.configs == [config]
     assert after.configs == []
+
+
+# --- golden wire JSON captured from a2a-sdk 1.3.0 ----------------------------------------------
+# tests/data/a2a/echo_*.json are the JSON-RPC results echo_agent.py answered (a2a-sdk 1.3.0) to
+# SendMessage / SendStreamingMessage ("need input") and message/send / message/stream.
+
+GOLDEN = Path(__file__).parent / "data" / "a2a"
+
+
+def _golden(name: str) -> Any:
+    return json.loads((GOLDEN / name).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("codec", CODECS, ids=lambda c: c.revision)
+def test_captured_send_results_load_and_dump_back_identically(codec: Codec) -> None:
+    wire = _golden(f"echo_{codec.revision.replace('.', '_')}_send_result.json")
+
+    task = codec.load_send_result(wire)
+
+    assert isinstance(task, Task)
+    assert task.state is TaskState.completed
+    assert [p.kind for p in task.artifacts[0].parts] == ["text", "raw", "url", "data"]
+    assert task.artifacts[0].parts[1].raw == b"\x00\xffbin"
+    assert codec.dump_send_result(task) == wire
+
+
+def test_captured_1_0_stream_loads_and_dumps_back_identically() -> None:
+    wire = _golden("echo_1_0_stream.json")
+
+    events = [V1_0.load_stream_event(item) for item in wire]
+
+    assert [type(e) for e in events] == [Task, TaskStatusUpdateEvent, TaskStatusUpdateEvent]
+    assert [V1_0.dump_stream_event(e) for e in events] == wire
+
+
+def test_captured_0_3_stream_loads_and_differs_only_in_marking_input_required_final() -> None:
+    wire = _golden("echo_0_3_stream.json")
+
+    events = [V0_3.load_stream_event(item) for item in wire]
+    dumped = [V0_3.dump_stream_event(e) for e in events]
+
+    assert [type(e) for e in events] == [Task, TaskStatusUpdateEvent, TaskStatusUpdateEvent]
+    # a2a-sdk sets final only for terminal states; we also end a stream at input-required.
+    assert wire[2]["final"] is False
+    assert dumped[2]["final"] is True
+    assert dumped[:2] == wire[:2]
+    assert {**dumped[2], "final": False} == wire[2]
