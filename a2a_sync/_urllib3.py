@@ -162,6 +162,10 @@ class CallRetry(Retry):
         retry_after = None
         if response is not None:
             retry_after = parse_retry_after(response.headers.get("Retry-After"))
+            if retry_after is not None and retry_after <= 0:
+                # "0" or a date already past: no real hint, so the normal backoff applies
+                # (an immediate retry of a busy server is what backoff exists to avoid).
+                retry_after = None
             if retry_after is not None and retry_after > self._policy.retry_after_max:
                 raise BudgetExhausted(
                     f"Retry-After of {retry_after:.0f} s exceeds the retry budget "
