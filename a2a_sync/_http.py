@@ -28,6 +28,7 @@ How the guarantees are made:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -35,7 +36,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from typing import Final
 
 import attrs
@@ -50,7 +50,15 @@ import urllib3.connectionpool
 import urllib3.exceptions as uex
 
 from . import _constants as C
-from ._urllib3 import Adapter, BudgetExhausted, Call, CallRetry, DeadlineTimeout, local
+from ._urllib3 import (
+    Adapter,
+    BudgetExhausted,
+    Call,
+    CallRetry,
+    DeadlineTimeout,
+    local,
+    wait_before_retry,
+)
 from ._version import __version__
 from .errors import (
     A2ASyncError,
@@ -130,11 +138,8 @@ class StreamResponse:
         self.headers: Mapping[str, str] = response.headers
         self.url: str = response.url
         self._closed = False
-        sock = getattr(self._raw.connection, "sock", None)
-        if sock is not None:
-            # The socket's timeout was capped by the opening deadline; a stream lives on
-            # with only its idle timeout.
-            sock.settimeout(idle_timeout)
+        self._idle_timeout = idle_timeout
+        self._streaming = False
 
     @property
     def content_type(self) -> str:
@@ -287,25 +292,40 @@ class HTTPTransport:
                 failures (see :mod:`a2a_sync.errors`).
         """
         limit = self.max_response_bytes if max_response_bytes is None else max_response_bytes
-        response, call = self._send(
-            method,
-            url,
-            body=body,
-            headers=headers,
-            idempotent=idempotent,
-            timeout=timeout,
-            retry=retry,
-        )
-        try:
-            content = self._read_body(response.raw, url, call, limit)
-        except BaseException:
-            response.close()  # discards the connection: its state is unknown
-            raise
-        finally:
-            call.detach()
-            self._forget(call)
-        response.raw.release_conn()  # fully read: the connection goes back to the pool
-        return HTTPResult(response.status_code, response.headers, content, url, call.attempts)
+        policy = self.retry if retry is None else retry
+        call: Call | None = None
+        while True:
+            response, call = self._send(
+                method,
+                url,
+                body=body,
+                headers=headers,
+                idempotent=idempotent,
+                timeout=timeout,
+                retry=policy,
+                call=call,
+            )
+            try:
+                content = self._read_body(response.raw, url, call, limit)
+            except (ConnectionLost, ReadTimeout):
+                response.close()  # discards the connection: its state is unknown
+                # urllib3 retries only until the headers arrive; a body that broke off is
+                # retried here, on the same budget and deadline, for idempotent calls only.
+                if not idempotent or call.attempts > policy.max_retries:
+                    raise
+                with self._translate(url, call):
+                    wait_before_retry(policy, call, self._sleep, call.attempts)
+                logger.debug("%s %s: body broke off, sending again", method, url)
+                call.attempts += 1
+                continue
+            except BaseException:
+                response.close()  # discards the connection: its state is unknown
+                raise
+            finally:
+                call.detach()
+                self._forget(call)
+            response.raw.release_conn()  # fully read: the connection goes back to the pool
+            return HTTPResult(response.status_code, response.headers, content, url, call.attempts)
 
     def open_stream(
         self,
@@ -364,9 +384,12 @@ class HTTPTransport:
         idempotent: bool,
         timeout: Timeout | float | tuple[float | None, float | None] | None,
         retry: RetryPolicy | None,
+        call: Call | None = None,
     ) -> tuple[requests.Response, Call]:
+        """Send until the response headers arrive; ``call`` continues an earlier attempt."""
         limits = self.timeout if timeout is None else Timeout.coerce(timeout)
-        call = Call(None if limits.total is None else time.monotonic() + limits.total)
+        if call is None:
+            call = Call(None if limits.total is None else time.monotonic() + limits.total)
         with self._lock:
             if self._closed:
                 raise Cancelled("the transport is closed", url=url)
@@ -458,7 +481,7 @@ class HTTPTransport:
                 self._proxies[key] = proxies
         return proxies
 
-    @contextmanager
+    @contextlib.contextmanager
     def _translate(self, url: str, call: Call) -> Iterator[None]:
         """The one edge where requests/urllib3/socket exceptions become ours."""
         try:

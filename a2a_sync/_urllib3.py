@@ -24,7 +24,15 @@ from urllib3.util.retry import Retry
 
 from .policies import RetryPolicy, parse_retry_after
 
-__all__ = ["Adapter", "BudgetExhausted", "Call", "CallRetry", "DeadlineTimeout", "local"]
+__all__ = [
+    "Adapter",
+    "BudgetExhausted",
+    "Call",
+    "CallRetry",
+    "DeadlineTimeout",
+    "local",
+    "wait_before_retry",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +125,8 @@ class CallRetry(Retry):
         call: Call,
         sleep: Callable[[float], None],
     ) -> CallRetry:
-        n = policy.max_retries
+        # A call that is being re-sent (its body broke off) has used some of its budget.
+        n = max(0, policy.max_retries - (call.attempts - 1))
         return cls(
             total=n,
             connect=n,
@@ -156,7 +165,12 @@ class CallRetry(Retry):
         return retry
 
     def get_backoff_time(self) -> float:
-        return self._policy.backoff(len(self.history))
+        return self._policy.backoff(self._failures())
+
+    def _failures(self) -> int:
+        # Counted on the Call, so backoff keeps growing when a call is re-sent after its
+        # body broke off (a new Retry then starts with an empty history).
+        return self._call.attempts - 1 if self._call is not None else len(self.history)
 
     def sleep(self, response: Any = None) -> None:
         retry_after = None
@@ -171,17 +185,31 @@ class CallRetry(Retry):
                     f"Retry-After of {retry_after:.0f} s exceeds the retry budget "
                     f"({self._policy.retry_after_max:.0f} s)"
                 )
-        delay = self._policy.delay(len(self.history), retry_after)
-        remaining = self._call.remaining() if self._call is not None else None
-        if remaining is not None and delay >= remaining:
-            what = "Retry-After" if retry_after is not None else "backoff"
-            raise BudgetExhausted(
-                f"{what} of {delay:.2f} s exceeds the call's remaining budget of "
-                f"{max(remaining, 0.0):.2f} s"
-            )
-        if delay > 0:
-            logger.debug("retrying in %.3f s (attempt %d)", delay, len(self.history) + 1)
-            self._sleep_fn(delay)
+        wait_before_retry(self._policy, self._call, self._sleep_fn, self._failures(), retry_after)
+
+
+def wait_before_retry(
+    policy: RetryPolicy,
+    call: Call | None,
+    sleep: Callable[[float], None],
+    failures: int,
+    retry_after: float | None = None,
+) -> None:
+    """Wait before the next attempt, or raise :class:`BudgetExhausted` if the call was
+    cancelled or the wait would not end before its deadline."""
+    if call is not None and call.cancelled:
+        raise BudgetExhausted("cancelled")
+    delay = policy.delay(failures, retry_after)
+    remaining = call.remaining() if call is not None else None
+    if remaining is not None and delay >= remaining:
+        what = "Retry-After" if retry_after is not None else "backoff"
+        raise BudgetExhausted(
+            f"{what} of {delay:.2f} s exceeds the call's remaining budget of "
+            f"{max(remaining, 0.0):.2f} s"
+        )
+    if delay > 0:
+        logger.debug("retrying in %.3f s (after %d failed attempt(s))", delay, failures)
+        sleep(delay)
 
 
 class DeadlineTimeout(urllib3.Timeout):
