@@ -14,9 +14,11 @@ How the guarantees are made:
   never raise) and a wait that would outlast the call's deadline fails the call at once.
 * **Timeouts**: connect and read (idle between bytes) as in requests, plus a wall-clock
   deadline per call. Every socket wait is capped by what is left of the deadline
-  (:class:`DeadlineTimeout`), the body is read in pieces with the cap re-applied, and a
-  call never waits for a pooled connection (the pool does not block: when all pooled
-  connections are busy a new one is opened and closed afterwards).
+  (:class:`DeadlineTimeout` for connecting, and a reader under http.client for every
+  ``recv`` of the status line, headers and body, so a peer dripping bytes cannot stretch
+  a call), and a call never waits for a pooled connection (the pool does not block: when
+  all pooled connections are busy a new one is opened and closed afterwards). A stream's
+  deadline covers opening it; afterwards only its idle timeout applies.
 * **Redirects** are never followed for RPC or stream requests: requests strips only
   ``Authorization`` on a cross-host redirect and forwards every other credential header
   (and replays the body on 307/308). A 3xx raises :class:`RedirectRefused` naming the
@@ -146,7 +148,18 @@ class StreamResponse:
         return _media_type(self.headers.get("Content-Type"))
 
     def read1(self, amt: int = 65536) -> bytes:
-        """Return the bytes available now (at least one, blocking), or ``b""`` at EOF."""
+        """Return the bytes available now (at least one, blocking), or ``b""`` at EOF.
+
+        The opening deadline no longer applies from the first call on: a stream lives on
+        with only its idle timeout between received bytes.
+        """
+        if not self._streaming:
+            self._streaming = True
+            self._call.deadline = None
+            sock = self._call.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):  # already shut down: the read says so
+                    sock.settimeout(self._idle_timeout)
         with self._transport._translate(self.url, self._call):
             return self._raw.read1(amt, decode_content=True)
 
@@ -443,17 +456,13 @@ class HTTPTransport:
             )
         chunks: list[bytes] = []
         size = 0
-        sock = getattr(raw.connection, "sock", None)
         with self._translate(url, call):
             while True:
+                # Each socket read is capped by the deadline underneath (_DeadlineReader);
+                # this also stops a peer whose bytes inflate slowly.
                 remaining = call.remaining()
-                if remaining is not None:
-                    if remaining <= 0:
-                        raise BudgetExhausted("the call's deadline passed while reading")
-                    if sock is not None:
-                        current = sock.gettimeout()
-                        if current is None or current > remaining:
-                            sock.settimeout(remaining)
+                if remaining is not None and remaining <= 0:
+                    raise BudgetExhausted("the call's deadline passed while reading")
                 data = raw.read1(_READ_CHUNK, decode_content=True)
                 if not data:
                     break

@@ -9,6 +9,8 @@ These classes plug into requests' ``HTTPAdapter`` through its documented extensi
 from __future__ import annotations
 
 import contextlib
+import http.client
+import io
 import logging
 import socket
 import threading
@@ -44,47 +46,54 @@ local = threading.local()
 
 
 class Call:
-    """One call in flight: its deadline, attempt count and the connection it is using.
+    """One call in flight: its deadline, attempt count and the socket it is using.
 
     Shared between the calling thread and :meth:`HTTPTransport.close` (another thread);
-    ``_lock`` guards ``_conn`` and ``cancelled``.
+    ``_lock`` guards ``_sock`` and ``cancelled``.
+
+    The socket itself is kept, not the connection: http.client drops the connection's
+    reference to it as soon as a response is delimited by closing the connection
+    (HTTP/1.0, ``Connection: close``), while the response goes on reading from it.
     """
 
-    __slots__ = ("__weakref__", "_conn", "_lock", "attempts", "cancelled", "deadline")
+    __slots__ = ("__weakref__", "_lock", "_sock", "attempts", "cancelled", "deadline")
 
     def __init__(self, deadline: float | None) -> None:
         self.deadline = deadline
         self.attempts = 1
         self.cancelled = False
-        self._conn: urllib3.connection.HTTPConnection | None = None
+        self._sock: socket.socket | None = None
         self._lock = threading.Lock()
+
+    @property
+    def sock(self) -> socket.socket | None:
+        """The socket of the current attempt, once its request was sent."""
+        return self._sock
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
-    def attach(self, conn: urllib3.connection.HTTPConnection) -> None:
+    def attach(self, sock: socket.socket | None) -> None:
         with self._lock:
-            self._conn = conn
+            self._sock = sock
             cancelled = self.cancelled
         if cancelled:
-            _shutdown_socket(conn)
+            _shutdown_socket(sock)
 
     def detach(self) -> None:
         with self._lock:
-            self._conn = None
+            self._sock = None
 
     def cancel(self) -> None:
         with self._lock:
             self.cancelled = True
-            conn = self._conn
-        if conn is not None:
-            _shutdown_socket(conn)
+            sock = self._sock
+        _shutdown_socket(sock)
 
 
-def _shutdown_socket(conn: urllib3.connection.HTTPConnection) -> None:
-    sock = conn.sock
+def _shutdown_socket(sock: socket.socket | None) -> None:
     if sock is not None:
-        # Already closed or never connected: nothing is blocked on it.
+        # Already closed: nothing is blocked on it.
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
 
@@ -241,14 +250,65 @@ class DeadlineTimeout(urllib3.Timeout):
         return self._cap(self._read, 0.0)
 
 
+class _DeadlineReader(io.RawIOBase):
+    """The raw socket reader under an http.client response, with every ``recv`` capped
+    by what is left of the call's deadline.
+
+    Socket timeouts bound one ``recv``; a peer dripping a byte at a time (a long header
+    line, a slow body) would keep a call alive far past its deadline. Reading the status
+    line and headers happens inside http.client, so the cap has to sit below it. The
+    deadline is read on every call: a stream clears it once it is established.
+    """
+
+    def __init__(self, raw: io.RawIOBase, sock: socket.socket, call: Call) -> None:
+        super().__init__()
+        self._raw = raw
+        self._sock = sock
+        self._call = call
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    def readinto(self, buffer: Any) -> int | None:
+        remaining = self._call.remaining()
+        if remaining is not None:
+            if remaining <= 0:
+                raise TimeoutError("the call's deadline passed")
+            current = self._sock.gettimeout()
+            if current is None or current > remaining:
+                self._sock.settimeout(remaining)
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
+class _DeadlineHTTPResponse(http.client.HTTPResponse):
+    """http.client response whose reads respect the calling thread's :class:`Call`."""
+
+    def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        call: Call | None = getattr(local, "call", None)
+        if call is not None and call.deadline is not None:
+            raw = self.fp.detach()  # the socket reader, not closed
+            self.fp = io.BufferedReader(_DeadlineReader(raw, sock, call))
+
+
 class _TrackedConnectionMixin:
-    """Registers the connection with the calling thread's :class:`Call` before waiting
-    for the response, so another thread can shut its socket down."""
+    """Registers the socket with the calling thread's :class:`Call` before waiting for the
+    response, so another thread can shut it down; reads respect the call's deadline."""
+
+    response_class: type[http.client.HTTPResponse] = _DeadlineHTTPResponse
 
     def getresponse(self, *args: Any, **kwargs: Any) -> Any:
         call: Call | None = getattr(local, "call", None)
         if call is not None:
-            call.attach(self)  # type: ignore[arg-type]
+            call.attach(self.sock)  # type: ignore[attr-defined]
         return super().getresponse(*args, **kwargs)  # type: ignore[misc]
 
 
