@@ -343,7 +343,8 @@ class Codec:
                 return self._built
             from cattrs.errors import (  # noqa: PLC0415 - cattrs is imported on first use
                 BaseValidationError,
-                CattrsError,
+                ForbiddenExtraKeysError,
+                StructureHandlerNotFoundError,
             )
 
             fast = build_converter(self.revision, detailed=False)
@@ -355,7 +356,12 @@ class Codec:
                     detailed.append(build_converter(self.revision, detailed=True))
                 return detailed[0]
 
-            errors = (*_PLAIN_ERRORS, CattrsError, BaseValidationError)
+            errors = (
+                *_PLAIN_ERRORS,
+                BaseValidationError,
+                ForbiddenExtraKeysError,
+                StructureHandlerNotFoundError,
+            )
             self._built = _Built(fast, get_detailed, errors, {}, {})
             return self._built
 
