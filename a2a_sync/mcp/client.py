@@ -11,14 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
-import queue
-import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal, TypeVar
-
-import attrs
-import cattrs
+from typing import Any, Final, TypeVar
 
 from ..errors import (
     ConfigurationError,
@@ -26,16 +21,17 @@ from ..errors import (
     EmptyToolContent,
     NoTextContent,
     ProtocolError,
-    RequestTimeout,
-    RPCError,
     ToolOutputError,
     ToolOutputParseError,
     excerpt,
 )
-from . import _codec, _schema, eras
+from . import _codec, eras
 from . import types as t
 from .connection import MCPConnection
-from .session import MCPSession, PendingRequest
+from .pending import PendingRequest
+from .session import MCPSession
+from .subscriptions import Subscription, SubscriptionEvent
+from .tool_call import ToolCall, structure_typed
 
 __all__ = ["MCPClient", "Subscription", "SubscriptionEvent", "ToolCall"]
 
@@ -45,9 +41,6 @@ T = TypeVar("T")
 
 #: Pages a list operation follows at most: a server handing out cursors forever is broken.
 _MAX_PAGES: Final = 10_000
-
-#: Converter for ``call_tool_typed``: user types, field names as the tool writes them.
-_typed_converter = cattrs.Converter()
 
 
 def json_type_name(value: Any) -> str:
@@ -258,11 +251,11 @@ class MCPClient:
         if result.structured_content is not None:
             data = result.structured_content
             try:
-                return _typed_converter.structure(data, into)
-            except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
+                return structure_typed(data, into, name, repr(data))
+            except ToolOutputParseError:
                 if isinstance(data, dict) and len(data) == 1 and "result" in data:
-                    return _structure_typed(data["result"], into, name, repr(data))
-                raise _parse_error(name, into, repr(data), exc) from exc
+                    return structure_typed(data["result"], into, name, repr(data))
+                raise
         if not result.content:
             raise EmptyToolContent(f"tool {name!r} returned empty content", tool=name)
         text = next((b.text for b in result.content if isinstance(b, t.TextContent)), None)
@@ -280,7 +273,7 @@ class MCPClient:
             raise ToolOutputParseError(
                 f"tool {name!r} returned text that is not JSON", tool=name, excerpt=excerpt(text)
             ) from exc
-        return _structure_typed(data, into, name, text)
+        return structure_typed(data, into, name, text)
 
     # --- resources --------------------------------------------------------------------------------
 
@@ -509,215 +502,3 @@ class MCPClient:
                 raise ProtocolError(f"{method} returned the same cursor twice")
             cursor = next_cursor
         raise ProtocolError(f"{method} returned more than {_MAX_PAGES} pages")
-
-
-class ToolCall:
-    """A tool call in flight (from :meth:`MCPClient.start_tool_call`).
-
-    Thread-safe: one thread may block in :meth:`result` while another calls :meth:`cancel`.
-    """
-
-    def __init__(
-        self,
-        client: MCPClient,
-        *,
-        name: str,
-        params: dict[str, Any],
-        pending: PendingRequest,
-        progress: Callable[[t.Progress], None] | None,
-        timeout: float,
-    ) -> None:
-        self.name = name
-        self.timeout = timeout
-        self._client = client
-        self._params = params
-        self._progress = progress
-        self._current = pending
-        self._first: PendingRequest | None = pending
-        self._cancelled = False
-
-    def result(
-        self,
-        timeout: float | None = None,
-        *,
-        reset_timeout_on_progress: bool = False,
-        max_timeout: float | None = None,
-    ) -> t.CallToolResult:
-        """Wait for the result (see :meth:`MCPClient.call_tool` for errors).
-
-        Raises:
-            Cancelled: :meth:`cancel` was called.
-        """
-        conn = self._client._conn
-        session = conn.session
-        raw = session.request_with_input(
-            "tools/call",
-            self._params,
-            timeout=self.timeout if timeout is None else timeout,
-            operation=f"tool {self.name!r}",
-            progress=self._progress,
-            reset_on_progress=reset_timeout_on_progress,
-            max_timeout=max_timeout,
-            max_rounds=conn.input_required_max_rounds,
-            on_pending=self._on_pending,
-            first=self._take_first(),
-        )
-        result = _codec.structure(raw, t.CallToolResult, what="tool result")
-        if conn.validate_output and not result.is_error:
-            self._validate(result)
-        return result
-
-    def cancel(self, reason: str | None = None) -> bool:
-        """Stop the call and tell the server; False if it had already finished."""
-        self._cancelled = True
-        return self._current.cancel(reason)
-
-    def done(self) -> bool:
-        """True once the current round has an outcome."""
-        return self._current.done()
-
-    def _take_first(self) -> PendingRequest | None:
-        first, self._first = self._first, None
-        if first is None:
-            raise ConfigurationError("ToolCall.result() can be called once")
-        return first
-
-    def _on_pending(self, pending: PendingRequest) -> None:
-        self._current = pending
-        if self._cancelled:
-            pending.cancel("cancelled by the client")
-
-    def _validate(self, result: t.CallToolResult) -> None:
-        conn = self._client._conn
-        tool = conn.catalog.tools.get(self.name)
-        if tool is None and not conn.catalog.tools_listed:
-            try:
-                self._client.list_tools(timeout=self.timeout)
-            except (RPCError, ProtocolError, RequestTimeout) as exc:
-                # Validation is best effort: a failed listing must not fail a good call.
-                logger.warning("cannot list tools to validate %r: %s", self.name, exc)
-                conn.catalog.tools_listed = True
-            tool = conn.catalog.tools.get(self.name)
-        if tool is None or tool.output_schema is None:
-            return
-        if result.structured_content is None:
-            raise ToolOutputError(
-                f"tool {self.name!r} declares an outputSchema but returned no structured content",
-                tool=self.name,
-            )
-        findings = _schema.validate(result.structured_content, tool.output_schema)
-        if findings:
-            raise ToolOutputError(
-                f"structured content of tool {self.name!r} does not match its outputSchema: "
-                + "; ".join(findings),
-                tool=self.name,
-            )
-
-
-@attrs.frozen
-class SubscriptionEvent:
-    """One change reported on a ``subscriptions/listen`` stream.
-
-    Attributes:
-        kind: ``"tools"``, ``"prompts"``, ``"resources"`` (list changed) or
-            ``"resource_updated"``.
-        uri: The resource, for ``"resource_updated"``.
-    """
-
-    kind: Literal["tools", "prompts", "resources", "resource_updated"]
-    uri: str | None = None
-
-
-_EVENT_KINDS: Final[Mapping[str, Any]] = {
-    "notifications/tools/list_changed": "tools",
-    "notifications/prompts/list_changed": "prompts",
-    "notifications/resources/list_changed": "resources",
-    "notifications/resources/updated": "resource_updated",
-}
-
-
-class Subscription:
-    """An open ``subscriptions/listen`` stream (modern era). Close it when done.
-
-    Thread-safe. Events are also delivered to the connection's callbacks.
-
-    Attributes:
-        granted: The notification filter the server acknowledged (a subset of the ask).
-    """
-
-    def __init__(self, session: MCPSession) -> None:
-        self._session = session
-        self._pending: PendingRequest | None = None
-        self._acked = threading.Event()
-        self._events: queue.SimpleQueue[SubscriptionEvent] = queue.SimpleQueue()
-        self.granted: dict[str, Any] = {}
-
-    def get_event(self, timeout: float) -> SubscriptionEvent | None:
-        """The next event, or None if none arrived within ``timeout`` seconds."""
-        try:
-            return self._events.get(timeout=timeout)
-        except queue.Empty:
-            return None
-
-    @property
-    def closed(self) -> bool:
-        """True once the server ended the stream or :meth:`close` was called."""
-        return self._pending is None or self._pending.done()
-
-    def close(self) -> None:
-        """Stop listening (``notifications/cancelled`` on stdio). Idempotent."""
-        pending = self._pending
-        if pending is not None:
-            pending.cancel("subscription closed")
-            self._session.remove_route(pending.request_id)
-
-    def __enter__(self) -> Subscription:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def _route(self, method: str, params: dict[str, Any]) -> None:
-        if method == "notifications/subscriptions/acknowledged":
-            granted = params.get("notifications")
-            self.granted = granted if isinstance(granted, dict) else {}
-            self._acked.set()
-            return
-        kind = _EVENT_KINDS.get(method)
-        if kind is not None:
-            uri = params.get("uri")
-            self._events.put(SubscriptionEvent(kind, uri if isinstance(uri, str) else None))
-
-    def _await_ack(self, timeout: float) -> None:
-        pending = self._pending
-        assert pending is not None
-        deadline = time.monotonic() + timeout
-        while not self._acked.wait(0.05):
-            if pending.done():
-                pending.wait(0)  # raises the server's error; a result means it ended
-                raise ProtocolError("subscriptions/listen ended before it was acknowledged")
-            if time.monotonic() >= deadline:
-                self.close()
-                raise DeadlineExceeded(
-                    f"subscriptions/listen not acknowledged after {timeout:g} s", timeout=timeout
-                )
-
-
-def _structure_typed(data: Any, into: type[T], name: str, raw: str) -> T:
-    try:
-        return _typed_converter.structure(data, into)
-    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
-        raise _parse_error(name, into, raw, exc) from exc
-
-
-def _parse_error(name: str, into: type[Any], raw: str, exc: Exception) -> ToolOutputParseError:
-    details = (
-        "; ".join(cattrs.transform_error(exc))
-        if isinstance(exc, cattrs.BaseValidationError)
-        else str(exc)
-    )
-    return ToolOutputParseError(
-        f"output of tool {name!r} does not fit {getattr(into, '__name__', into)}: {details}",
-        tool=name,
-        excerpt=excerpt(raw),
-    )

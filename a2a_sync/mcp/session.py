@@ -17,25 +17,22 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, Final
-
-import attrs
 
 from .. import _jsonrpc
 from .._version import __version__
 from ..errors import (
     A2ASyncError,
-    Cancelled,
     ConnectionClosed,
-    DeadlineExceeded,
     InternalError,
-    MethodNotFound,
     ProtocolError,
     RPCError,
 )
 from . import _codec, eras
 from . import types as t
+from .callbacks import Handlers
+from .pending import PendingRequest, _Slot
 from .transports import Outgoing, RequestId, Transport
 
 __all__ = [
@@ -70,168 +67,6 @@ _LIST_CHANGED: Final[Mapping[str, str]] = {
     "notifications/prompts/list_changed": "prompts",
     "notifications/resources/list_changed": "resources",
 }
-
-
-@attrs.frozen
-class Handlers:
-    """The user callbacks of a connection. Each is optional.
-
-    Callbacks run on the session's dispatcher thread (``a2a-sync-mcp-dispatch``), in the
-    order messages arrived, except ``input_required`` answers, which run on the thread
-    that made the call. A callback may raise an :class:`~a2a_sync.errors.RPCError` to
-    answer the server with that error; any other exception is logged and answered with
-    ``-32603``.
-
-    Attributes:
-        sampling: ``(CreateMessageRequest) -> CreateMessageResult``; declares ``sampling``.
-        elicitation: ``(ElicitRequest) -> ElicitResult``; declares ``elicitation``
-            (form and url).
-        roots: ``() -> Sequence[Root]``; declares ``roots`` (with ``listChanged``).
-        logging: ``(LoggingMessage) -> None`` for ``notifications/message``.
-        list_changed: ``(kind) -> None`` with kind ``"tools"``, ``"prompts"`` or
-            ``"resources"``.
-        resource_updated: ``(uri) -> None`` for ``notifications/resources/updated``.
-        notification: ``(method, params) -> None`` for every notification (raw).
-    """
-
-    sampling: Callable[[t.CreateMessageRequest], t.CreateMessageResult] | None = None
-    elicitation: Callable[[t.ElicitRequest], t.ElicitResult] | None = None
-    roots: Callable[[], Sequence[t.Root]] | None = None
-    logging: Callable[[t.LoggingMessage], None] | None = None
-    list_changed: Callable[[str], None] | None = None
-    resource_updated: Callable[[str], None] | None = None
-    notification: Callable[[str, dict[str, Any]], None] | None = None
-
-    def capabilities(self) -> t.ClientCapabilities:
-        """The client capabilities these callbacks declare."""
-        return t.ClientCapabilities(
-            sampling={} if self.sampling else None,
-            elicitation={"form": {}, "url": {}} if self.elicitation else None,
-            roots={"listChanged": True} if self.roots else None,
-        )
-
-    def answer(self, method: str, params: Any) -> Any:
-        """Answer a server→client request (legacy) or an input request (MRTR).
-
-        Raises:
-            RPCError: No callback for ``method``, invalid params, or the callback's own.
-        """
-        params = params if isinstance(params, dict) else {}
-        if method == "ping":
-            return {}
-        if method == "sampling/createMessage" and self.sampling is not None:
-            request = _codec.structure(params, t.CreateMessageRequest, what="sampling request")
-            return _codec.unstructure(self.sampling(request), t.CreateMessageResult)
-        if method == "elicitation/create" and self.elicitation is not None:
-            elicit = _codec.structure(params, t.ElicitRequest, what="elicitation request")
-            return _codec.unstructure(self.elicitation(elicit), t.ElicitResult)
-        if method == "roots/list" and self.roots is not None:
-            return {"roots": [_codec.unstructure(r, t.Root) for r in self.roots()]}
-        raise MethodNotFound(f"client does not support {method}")
-
-
-class _Slot:
-    """One pending request. ``lock`` is held until the answer (or failure) is stored."""
-
-    __slots__ = ("error", "last_progress", "lock", "method", "progress", "result")
-
-    def __init__(self, method: str, progress: Callable[[t.Progress], None] | None) -> None:
-        self.lock = threading.Lock()
-        self.lock.acquire()
-        self.method = method
-        self.progress = progress
-        self.last_progress = 0.0
-        self.result: Any = None
-        self.error: A2ASyncError | None = None
-
-
-class PendingRequest:
-    """A request in flight. :meth:`wait` for its result or :meth:`cancel` it.
-
-    Thread-safe: one thread may wait while another cancels.
-    """
-
-    __slots__ = ("_session", "_slot", "method", "request_id")
-
-    def __init__(self, session: MCPSession, request_id: int, slot: _Slot) -> None:
-        self._session = session
-        self._slot = slot
-        self.request_id = request_id
-        self.method = slot.method
-
-    def done(self) -> bool:
-        """True once a result or an error is stored."""
-        return self._slot.lock.locked() is False
-
-    def wait(
-        self,
-        timeout: float,
-        *,
-        operation: str | None = None,
-        reset_on_progress: bool = False,
-        max_timeout: float | None = None,
-    ) -> Any:
-        """Block until the result arrives and return it (the raw ``result`` member).
-
-        Args:
-            timeout: Seconds to wait (since the last progress update when
-                ``reset_on_progress``).
-            operation: Names the call in a timeout message (default: the method).
-            reset_on_progress: Restart the timeout on each progress notification.
-            max_timeout: Hard limit since this call when resetting (default 10 x timeout).
-
-        Raises:
-            DeadlineExceeded: The timeout expired (the request was cancelled).
-            RPCError: The server answered with an error.
-            ConnectionClosed: The connection closed first.
-        """
-        slot = self._slot
-        if slot.lock.acquire(timeout=timeout):
-            return self._outcome()
-        start = time.monotonic() - timeout
-        if reset_on_progress:
-            hard = start + (max_timeout if max_timeout is not None else 10 * timeout)
-            while True:
-                now = time.monotonic()
-                deadline = min(max(slot.last_progress, start) + timeout, hard)
-                if deadline <= now:
-                    break
-                if slot.lock.acquire(timeout=deadline - now):
-                    return self._outcome()
-        if self._session._forget(self.request_id, "timeout"):
-            waited = time.monotonic() - start if reset_on_progress else timeout
-            raise DeadlineExceeded(
-                f"{operation or self.method} timed out after {_seconds(waited)}",
-                url=self._session.transport_name,
-                timeout=timeout,
-            )
-        slot.lock.acquire()  # the answer is being stored right now
-        return self._outcome()
-
-    def cancel(self, reason: str | None = None) -> bool:
-        """Stop waiting and tell the server (``notifications/cancelled``).
-
-        A thread blocked in :meth:`wait` gets :class:`~a2a_sync.errors.Cancelled`.
-        Returns False if the request had already finished.
-        """
-        if not self._session._forget(self.request_id, reason or "cancelled by the client"):
-            return False
-        self._slot.error = Cancelled(
-            f"{self.method} was cancelled", url=self._session.transport_name
-        )
-        self._slot.lock.release()
-        return True
-
-    def _outcome(self) -> Any:
-        slot = self._slot
-        slot.lock.release()  # keep it released: repeated waits see the same outcome
-        if slot.progress is not None:
-            # Progress arrived before the answer: deliver it before the caller moves on.
-            self._session.flush_callbacks()
-        if slot.error is not None:
-            # One error instance may fail many calls: do not grow a shared traceback.
-            raise slot.error.with_traceback(None)
-        return slot.result
 
 
 class MCPSession:
@@ -703,10 +538,6 @@ def _run_logged(work: Callable[[], None]) -> None:
 
 def _run_progress(callback: Callable[[t.Progress], None], params: dict[str, Any]) -> None:
     callback(_codec.structure(params, t.Progress, what="progress notification"))
-
-
-def _seconds(value: float) -> str:
-    return f"{value:g} s"
 
 
 def _package_version() -> str:

@@ -1,0 +1,162 @@
+"""A ``tools/call`` in flight, output validation, and typed structuring of tool output."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import cattrs
+
+from ..errors import (
+    ConfigurationError,
+    ProtocolError,
+    RequestTimeout,
+    RPCError,
+    ToolOutputError,
+    ToolOutputParseError,
+    excerpt,
+)
+from . import _codec, _schema
+from . import types as t
+from .pending import PendingRequest
+
+if TYPE_CHECKING:
+    from .client import MCPClient
+
+__all__ = ["ToolCall", "structure_typed"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Converter for ``call_tool_typed``: user types, field names as the tool writes them.
+_typed_converter = cattrs.Converter()
+
+
+class ToolCall:
+    """A tool call in flight (from :meth:`MCPClient.start_tool_call`).
+
+    Thread-safe: one thread may block in :meth:`result` while another calls :meth:`cancel`.
+    """
+
+    def __init__(
+        self,
+        client: MCPClient,
+        *,
+        name: str,
+        params: dict[str, Any],
+        pending: PendingRequest,
+        progress: Callable[[t.Progress], None] | None,
+        timeout: float,
+    ) -> None:
+        self.name = name
+        self.timeout = timeout
+        self._client = client
+        self._params = params
+        self._progress = progress
+        self._current = pending
+        self._first: PendingRequest | None = pending
+        self._cancelled = False
+
+    def result(
+        self,
+        timeout: float | None = None,
+        *,
+        reset_timeout_on_progress: bool = False,
+        max_timeout: float | None = None,
+    ) -> t.CallToolResult:
+        """Wait for the result (see :meth:`MCPClient.call_tool` for errors).
+
+        Raises:
+            Cancelled: :meth:`cancel` was called.
+        """
+        conn = self._client._conn
+        session = conn.session
+        raw = session.request_with_input(
+            "tools/call",
+            self._params,
+            timeout=self.timeout if timeout is None else timeout,
+            operation=f"tool {self.name!r}",
+            progress=self._progress,
+            reset_on_progress=reset_timeout_on_progress,
+            max_timeout=max_timeout,
+            max_rounds=conn.input_required_max_rounds,
+            on_pending=self._on_pending,
+            first=self._take_first(),
+        )
+        result = _codec.structure(raw, t.CallToolResult, what="tool result")
+        if conn.validate_output and not result.is_error:
+            self._validate(result)
+        return result
+
+    def cancel(self, reason: str | None = None) -> bool:
+        """Stop the call and tell the server; False if it had already finished."""
+        self._cancelled = True
+        return self._current.cancel(reason)
+
+    def done(self) -> bool:
+        """True once the current round has an outcome."""
+        return self._current.done()
+
+    def _take_first(self) -> PendingRequest | None:
+        first, self._first = self._first, None
+        if first is None:
+            raise ConfigurationError("ToolCall.result() can be called once")
+        return first
+
+    def _on_pending(self, pending: PendingRequest) -> None:
+        self._current = pending
+        if self._cancelled:
+            pending.cancel("cancelled by the client")
+
+    def _validate(self, result: t.CallToolResult) -> None:
+        conn = self._client._conn
+        tool = conn.catalog.tools.get(self.name)
+        if tool is None and not conn.catalog.tools_listed:
+            try:
+                self._client.list_tools(timeout=self.timeout)
+            except (RPCError, ProtocolError, RequestTimeout) as exc:
+                # Validation is best effort: a failed listing must not fail a good call.
+                logger.warning("cannot list tools to validate %r: %s", self.name, exc)
+                conn.catalog.tools_listed = True
+            tool = conn.catalog.tools.get(self.name)
+        if tool is None or tool.output_schema is None:
+            return
+        if result.structured_content is None:
+            raise ToolOutputError(
+                f"tool {self.name!r} declares an outputSchema but returned no structured content",
+                tool=self.name,
+            )
+        findings = _schema.validate(result.structured_content, tool.output_schema)
+        if findings:
+            raise ToolOutputError(
+                f"structured content of tool {self.name!r} does not match its outputSchema: "
+                + "; ".join(findings),
+                tool=self.name,
+            )
+
+
+def structure_typed(data: Any, into: type[T], name: str, raw: str) -> T:
+    """Structure tool output ``data`` into ``into``.
+
+    Raises:
+        ToolOutputParseError: It does not fit (names the tool and the type).
+    """
+    try:
+        return _typed_converter.structure(data, into)
+    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError) as exc:
+        raise _parse_error(name, into, raw, exc) from exc
+
+
+def _parse_error(name: str, into: type[Any], raw: str, exc: Exception) -> ToolOutputParseError:
+    details = (
+        "; ".join(cattrs.transform_error(exc))
+        if isinstance(exc, cattrs.BaseValidationError)
+        else str(exc)
+    )
+    return ToolOutputParseError(
+        f"output of tool {name!r} does not fit {getattr(into, '__name__', into)}: {details}",
+        tool=name,
+        excerpt=excerpt(raw),
+    )
