@@ -53,8 +53,17 @@ Agent cards do not depend on the revision: :func:`load_card` reads a pure 0.3 ca
 
 Rules: absent fields mean defaults, unknown fields are ignored, output omits unset values
 (no ``null``, no empty lists), bytes are standard base64 (URL-safe and unpadded accepted
-when loading). Loading is fast-path first: a plain converter runs, and only when it fails
-a second converter with cattrs' detailed validation re-runs to name the paths.
+when loading). Free-form JSON (``metadata``, ``data``, extension ``params``) is passed through
+without copying, in both directions: treat dumped JSON and loaded models as read-only.
+Loading is fast-path first: a plain converter runs, and only when it fails a second
+converter with cattrs' detailed validation re-runs to name the paths.
+
+What 0.3 cannot carry is dropped when writing 0.3: ``media_type``/``filename`` of text and
+data parts, ``tenant``, every authentication scheme but the first (read side: 0.3
+``schemes[0]``), ListTasks. A 1.0 card carries one OAuth flow (the first set). ``final``
+on a 0.3 status update is written true for terminal *and* interrupted states (a2a-sdk's
+0.3 adapter marks only terminal ones, so a 0.3 client must also end a stream on
+input-required / auth-required).
 
 Codecs are immutable once built and safe to share across threads.
 """

@@ -531,14 +531,14 @@ def _check_signature(
 ) -> str | None:
     """Return ``None`` if the signature verifies, else why not (never secret material)."""
     try:
-        header = json.loads(_b64url_decode(signature.protected))
+        header = parse_json(_b64url_decode(signature.protected))  # duplicate names refused
         sig_bytes = _b64url_decode(signature.signature)
-    except (ValueError, binascii.Error, UnicodeDecodeError):
+    except (ProtocolError, ValueError, binascii.Error):
         return "malformed protected header or signature"
     if not isinstance(header, dict):
         return "protected header is not a JSON object"
     alg = header.get("alg")
-    if alg not in allowed:
+    if not isinstance(alg, str) or alg not in allowed:
         return f"algorithm {str(alg)[:20]!r} is not allowed"
     if "crit" in header:
         return "unsupported critical header parameters"

@@ -427,3 +427,23 @@ def test_cards_signed_by_a2a_sdk_verify_here_and_ours_verify_there(
 
     assert verify_card(served_by_them, lambda kid, jku: public, algorithms=[alg]).name == CARD.name
     their_verifier(parse_agent_card(json.loads(json.dumps(ours))))  # raises if invalid
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b'{"alg": ["HS256"], "kid": "k1"}',
+        b'{"alg": "HS512", "alg": "HS256", "kid": "k1"}',
+        b'["HS256"]',
+        b"not json",
+    ],
+    ids=["alg-list", "duplicate-alg", "not-object", "not-json"],
+)
+def test_malformed_protected_headers_are_rejected_not_crashed_on(header: bytes) -> None:
+    protected = _b64url(header)
+    signing_input = f"{protected}.{_b64url(signing_payload(CARD))}".encode()
+    sig = _b64url(hmac.new(SECRET, signing_input, hashlib.sha256).digest())
+    card = attrs.evolve(CARD, signatures=[AgentCardSignature(protected=protected, signature=sig)])
+
+    with pytest.raises(SignatureError):
+        verify_card(card, _secret_for_k1, algorithms=["HS256"])
