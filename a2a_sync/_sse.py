@@ -113,6 +113,10 @@ class SSEStream:
         json_fallback: Treat a 2xx ``application/json`` answer as a stream of one event
             whose data is that body (servers answer a streaming request with a plain
             JSON-RPC error, and MCP servers may answer a POST with JSON).
+        sleep: Waits out the delay before a reconnect; tests inject a recorder. The
+            default waits on the stream's close flag, so :meth:`close` ends the wait at
+            once (an injected function is not interrupted; the stream checks the flag
+            when it returns).
 
     Raises:
         TransportError: The stream could not be opened.
@@ -125,15 +129,17 @@ class SSEStream:
         transport: HTTPTransport,
         request: StreamRequest,
         *,
-        timeout: Timeout | float | None = None,
+        timeout: Timeout | float | tuple[float | None, float | None] | None = None,
         idle_timeout: float | None = C.DEFAULT_STREAM_IDLE_TIMEOUT,
         reconnect_policy: ReconnectPolicy | None = None,
         reconnect: ReconnectHook | None = None,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         queue_size: int = C.DEFAULT_STREAM_QUEUE_SIZE,
         json_fallback: bool = False,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         self._transport = transport
+        self._sleep = sleep
         self._request = request
         self._timeout = timeout
         self._idle_timeout = idle_timeout
@@ -333,6 +339,13 @@ class SSEStream:
             headers["Last-Event-ID"] = last_event_id
         return attrs.evolve(self._request, headers=headers)
 
+    def _wait(self, delay: float) -> bool:
+        """Wait ``delay`` seconds before a reconnect; True when the stream was closed."""
+        if self._sleep is None:
+            return self._closed.wait(delay)
+        self._sleep(delay)
+        return self._closed.is_set()
+
     def _put(self, item: object) -> bool:
         """Hand an item to the consumer; False when the stream was closed meanwhile."""
         if self._closed.is_set():
@@ -419,7 +432,7 @@ class SSEStream:
                     )
                 delay = self._policy.delay(failures, decoder.retry)
                 logger.debug("reconnecting %s in %.3f s", request.url, delay)
-                if self._closed.wait(delay):
+                if self._wait(delay):
                     return None
                 try:
                     opened = self._open(request)

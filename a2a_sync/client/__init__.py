@@ -1,0 +1,9 @@
+"""The A2A client: one agent (:class:`A2AClient`), credentials, and streamed tasks."""
+
+from __future__ import annotations
+
+from .auth import APIKey, BearerToken, Credentials
+from .client import A2AClient
+from .stream import TaskStream
+
+__all__ = ["A2AClient", "APIKey", "BearerToken", "Credentials", "TaskStream"]

@@ -1,0 +1,182 @@
+"""Credentials for A2A agents: bearer tokens and API keys, bound to one origin.
+
+A credential is attached to requests only when the request goes to the origin it belongs
+to (scheme, host and port). An agent card cannot move credentials elsewhere: if the card
+advertises an endpoint on another origin, the client refuses to send credentials there
+unless that origin was explicitly trusted (A2A Java advisories GHSA-9rhm-2h4x-jwmx and
+GHSA-4fpj-g9jf-9rgg were exactly this). Secrets never appear in ``repr()``, logs or
+exception messages.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Mapping
+from typing import Final, Protocol, runtime_checkable
+from urllib.parse import urlsplit
+
+import attrs
+
+from ..errors import ConfigurationError
+from ..types import AgentCard, APIKeySecurityScheme, HTTPAuthSecurityScheme
+
+__all__ = ["APIKey", "BearerToken", "Credentials", "origin_of"]
+
+#: RFC 9110 token characters: what a header name may contain.
+_TOKEN: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+
+#: Header names an agent card must never make us set (hop-by-hop, framing, identity of
+#: the connection, cookies, or other credentials' places).
+_FORBIDDEN_HEADERS: Final = frozenset(
+    {
+        "host",
+        "content-length",
+        "content-type",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "upgrade",
+        "te",
+        "trailer",
+        "proxy-authorization",
+        "proxy-connection",
+        "cookie",
+        "set-cookie",
+        "authorization",
+        "a2a-version",
+        "a2a-extensions",
+        "x-forwarded-for",
+        "x-forwarded-host",
+        "forwarded",
+    }
+)
+
+_DEFAULT_API_KEY_HEADER: Final = "X-API-Key"
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host:port`` of a URL, with the default port made explicit."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(f"not an http(s) URL: {url!r}")
+    port = parts.port or (443 if scheme == "https" else 80)
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port}"
+
+
+@runtime_checkable
+class Credentials(Protocol):
+    """What a client asks a credential for: headers to add for a card's agent.
+
+    Implement it to plug in your own token source. ``headers`` is called for every
+    request, from any thread; ``refresh`` (optional) is called once after a 401.
+    """
+
+    def headers(self, card: AgentCard | None) -> Mapping[str, str]:
+        """Headers carrying the credential for the agent described by ``card``."""
+        ...
+
+
+@attrs.frozen
+class BearerToken:
+    """An OAuth/OIDC or HTTP bearer token, sent as ``Authorization: Bearer <token>``.
+
+    Args:
+        token: The token, or a callable returning the current token (called per request,
+            e.g. to read a token cache that refreshes itself).
+    """
+
+    token: str | Callable[[], str] = attrs.field(repr=False)
+
+    def headers(self, card: AgentCard | None) -> Mapping[str, str]:
+        token = self.token() if callable(self.token) else self.token
+        if not token or "\n" in token or "\r" in token:
+            raise ConfigurationError("bearer token is empty or contains a line break")
+        return {"Authorization": f"Bearer {token}"}
+
+
+@attrs.frozen
+class APIKey:
+    """An API key, sent in the header the agent card's API-key scheme names.
+
+    Args:
+        key: The key (or a callable returning it).
+        header: Header name to use; by default the name from the card's API-key security
+            scheme, else ``X-API-Key``. Names are validated: no hop-by-hop, framing,
+            cookie or other credential headers, whatever the card says.
+    """
+
+    key: str | Callable[[], str] = attrs.field(repr=False)
+    header: str | None = None
+
+    def headers(self, card: AgentCard | None) -> Mapping[str, str]:
+        name = self.header or _api_key_header_from_card(card) or _DEFAULT_API_KEY_HEADER
+        _check_header_name(name)
+        key = self.key() if callable(self.key) else self.key
+        if not key or "\n" in key or "\r" in key:
+            raise ConfigurationError("API key is empty or contains a line break")
+        return {name: key}
+
+
+def _api_key_header_from_card(card: AgentCard | None) -> str | None:
+    if card is None:
+        return None
+    for scheme in (card.security_schemes or {}).values():
+        if isinstance(scheme, APIKeySecurityScheme):
+            if (scheme.location or "header").lower() != "header":
+                raise ConfigurationError(
+                    f"the agent wants its API key in the {scheme.location}; a2a_sync only "
+                    "sends API keys in headers (query strings end up in logs)"
+                )
+            return scheme.name
+    return None
+
+
+def _check_header_name(name: str) -> None:
+    if not _TOKEN.match(name) or name.lower() in _FORBIDDEN_HEADERS:
+        raise ConfigurationError(f"refusing to send a credential in header {name!r}")
+
+
+def card_wants_bearer(card: AgentCard | None) -> bool:
+    """True when the card declares an HTTP bearer (or OAuth/OIDC) scheme."""
+    if card is None:
+        return False
+    return any(
+        isinstance(scheme, HTTPAuthSecurityScheme) and scheme.scheme.lower() == "bearer"
+        for scheme in (card.security_schemes or {}).values()
+    )
+
+
+class OriginBoundCredentials:
+    """Applies a credential only to requests for the origins it is bound to.
+
+    Thread-safe: the bound origins never change after construction; ``refresh`` is
+    serialized.
+    """
+
+    def __init__(self, credentials: Credentials, origins: frozenset[str]) -> None:
+        self._credentials = credentials
+        self.origins = origins
+        self._refresh_lock = threading.Lock()
+
+    def headers_for(self, url: str, card: AgentCard | None) -> Mapping[str, str]:
+        if origin_of(url) not in self.origins:
+            return {}
+        return self._credentials.headers(card)
+
+    def refresh(self) -> bool:
+        """Ask the credential to refresh itself; False when it cannot."""
+        refresh = getattr(self._credentials, "refresh", None)
+        if refresh is None:
+            return False
+        with self._refresh_lock:
+            refresh()
+        return True
+
+    def __repr__(self) -> str:
+        kind = type(self._credentials).__name__
+        return f"<OriginBoundCredentials {kind} for {sorted(self.origins)}>"

@@ -1,0 +1,161 @@
+"""Agent-card discovery: fetch, revalidate with ETag, pick the interface to talk to."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+from urllib.parse import urljoin, urlsplit
+
+import attrs
+
+from .._codec import load_card
+from .._http import HTTPTransport
+from .._jsonrpc import decode_json
+from .._methods import REVISIONS, Revision
+from ..errors import ConfigurationError, HTTPStatusError, ProtocolError, excerpt
+from ..policies import Timeout, parse_retry_after
+from ..types import AgentCard, AgentInterface
+
+__all__ = [
+    "AGENT_CARD_PATH",
+    "LEGACY_AGENT_CARD_PATH",
+    "CardFetch",
+    "card_url_for",
+    "fetch_card",
+    "select_interface",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Where A2A 0.3 and 1.0 agents publish their card (A2A 1.0 §8.2; IANA registration).
+AGENT_CARD_PATH: Final = "/.well-known/agent-card.json"
+#: Where 0.2-era agents publish it; tried when the current path answers 404.
+LEGACY_AGENT_CARD_PATH: Final = "/.well-known/agent.json"
+_JSONRPC: Final = "JSONRPC"
+
+#: Verifies a raw card (the JSON object as received); raises SignatureError on failure.
+CardVerifier = Callable[[Mapping[str, Any]], None]
+
+
+@attrs.frozen
+class CardFetch:
+    """A fetched card with what is needed to revalidate it."""
+
+    card: AgentCard
+    url: str
+    raw: Mapping[str, Any] = attrs.field(repr=False)
+    etag: str | None = None
+
+
+def card_url_for(url: str) -> str:
+    """The card URL for what a user typed: a ``.json`` URL is taken as the card itself,
+    anything else as the agent's base URL (a path prefix is kept: mounted agents
+    publish their card under their prefix)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigurationError(f"not an http(s) URL: {url!r}")
+    if parts.path.endswith(".json"):
+        return url
+    return url.rstrip("/") + AGENT_CARD_PATH
+
+
+def fetch_card(
+    transport: HTTPTransport,
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    previous: CardFetch | None = None,
+    verifier: CardVerifier | None = None,
+    timeout: Timeout | float | tuple[float | None, float | None] | None = None,
+) -> CardFetch:
+    """GET an agent card (falling back to the legacy path on 404), revalidating
+    ``previous`` with ``If-None-Match`` when given.
+
+    Raises:
+        HTTPStatusError: The card could not be fetched.
+        ProtocolError: The body is not a valid card.
+        SignatureError: ``verifier`` rejected the card.
+    """
+    card_url = previous.url if previous is not None else card_url_for(url)
+    request_headers = {"Accept": "application/json", **(headers or {})}
+    if previous is not None and previous.etag:
+        request_headers["If-None-Match"] = previous.etag
+    result = transport.request(
+        "GET", card_url, headers=request_headers, idempotent=True, timeout=timeout
+    )
+    if result.status == 304 and previous is not None:
+        return previous
+    if result.status == 404 and previous is None and card_url.endswith(AGENT_CARD_PATH):
+        legacy = card_url[: -len(AGENT_CARD_PATH)] + LEGACY_AGENT_CARD_PATH
+        logger.debug("no card at %s, trying %s", card_url, legacy)
+        fallback = transport.request(
+            "GET", legacy, headers=request_headers, idempotent=True, timeout=timeout
+        )
+        if fallback.status == 200:
+            result, card_url = fallback, legacy
+    if result.status != 200:
+        raise HTTPStatusError(
+            f"GET {card_url} answered HTTP {result.status}: {excerpt(result.content)}",
+            status_code=result.status,
+            body=result.content,
+            url=card_url,
+            retry_after=parse_retry_after(result.headers.get("Retry-After")),
+            content_type=result.content_type,
+        )
+    raw = decode_json(result.content, what="agent card", content_type=result.content_type)
+    if not isinstance(raw, dict):
+        raise ProtocolError("agent card is not a JSON object", excerpt=excerpt(result.content))
+    if verifier is not None:
+        verifier(raw)
+    card = load_card(raw)
+    return CardFetch(card=card, url=card_url, raw=raw, etag=result.headers.get("ETag"))
+
+
+def select_interface(
+    card: AgentCard,
+    *,
+    card_url: str | None = None,
+    revisions: Sequence[Revision] = REVISIONS,
+) -> tuple[AgentInterface, Revision]:
+    """Pick the endpoint to talk to: the first JSON-RPC interface of the most preferred
+    revision this client speaks (1.0, then 0.3), in the card's order.
+
+    Relative interface URLs are resolved against the card's URL.
+
+    Raises:
+        ConfigurationError: The card offers no JSON-RPC interface in a known revision.
+    """
+    for revision in revisions:
+        for interface in card.supported_interfaces:
+            if interface.protocol_binding.upper() != _JSONRPC:
+                continue
+            if interface.protocol_revision != revision:
+                continue
+            if card_url is not None:
+                return attrs.evolve(interface, url=urljoin(card_url, interface.url)), revision
+            return interface, revision
+    offered = ", ".join(
+        f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces
+    )
+    raise ConfigurationError(
+        f"agent {card.name!r} offers no JSON-RPC interface in A2A "
+        f"{' or '.join(revisions)} (it offers: {offered or 'nothing'})"
+    )
+
+
+class CardCache:
+    """The last fetched card of one client; revalidated on demand. Thread-safe."""
+
+    def __init__(self, fetched: CardFetch | None) -> None:
+        self._fetched = fetched
+        self._lock = threading.Lock()
+
+    @property
+    def current(self) -> CardFetch | None:
+        return self._fetched
+
+    def replace(self, fetched: CardFetch) -> None:
+        with self._lock:
+            self._fetched = fetched

@@ -1,0 +1,634 @@
+"""The blocking A2A client for one agent."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Final
+
+import attrs
+
+from .. import _constants as C
+from .._codec import codec_for, load_card
+from .._http import HTTPResult, HTTPTransport
+from .._jsonrpc import A2A_ERRORS, IdCounter, decode_json, encode_request, result_from_response
+from .._methods import IDEMPOTENT, REVISIONS, Operation, Revision, wire_name
+from .._sse import SSEStream, StreamRequest
+from ..errors import (
+    ConfigurationError,
+    HTTPStatusError,
+    ProtocolError,
+    RPCError,
+    UnsupportedOperation,
+    excerpt,
+)
+from ..policies import RetryPolicy, Timeout, parse_retry_after
+from ..types import (
+    AgentCard,
+    ListPushConfigsResult,
+    ListTasksResult,
+    Message,
+    Part,
+    PushNotificationConfig,
+    SendMessageConfiguration,
+    SendResult,
+    Task,
+    TaskState,
+)
+from .auth import Credentials, OriginBoundCredentials, origin_of
+from .card import CardFetch, CardVerifier, fetch_card, select_interface
+from .stream import TaskStream
+
+__all__ = ["A2AClient"]
+
+logger = logging.getLogger(__name__)
+
+_JSON_TYPES: Final = ("application/json", "application/a2a+json")
+#: Sentinel for "use the client's default" where ``None`` has a meaning of its own.
+_DEFAULT: Final[Any] = object()
+
+TimeoutArg = Timeout | float | tuple[float | None, float | None] | None
+MessageInput = str | Part | Message | Sequence[str | Part]
+
+
+class A2AClient:
+    """A blocking client for one A2A agent, speaking A2A 1.0 or 0.3 as the card allows.
+
+    Create it from the agent's URL (the card is fetched and the interface chosen), from
+    a card you already have, or from an explicit endpoint and revision::
+
+        client = A2AClient.from_url("http://127.0.0.1:8000")
+        task = client.send_message("What is the capital of France?")
+        print(task.text)
+
+    **Threads:** one client may be shared by any number of threads. It holds a
+    connection pool (:class:`~a2a_sync._http.HTTPTransport`), its configuration never
+    changes after construction, and each call keeps its state on its own stack.
+    :meth:`close` (from any thread) cancels calls in flight.
+
+    **Timeouts:** every call has connect, read (idle) and total limits; pass
+    ``timeout=`` per call to override the client's default.
+
+    Args:
+        url: The JSON-RPC endpoint.
+        revision: ``"1.0"`` or ``"0.3"``.
+        card: The agent's card, if known (used for credentials and capabilities).
+        credentials: A :class:`~a2a_sync.client.auth.Credentials` (e.g. ``BearerToken``,
+            ``APIKey``), sent only to ``trusted_origins``.
+        trusted_origins: Origins the credentials may go to. Defaults to the origin the
+            card was fetched from (or ``url``'s origin).
+        extensions: A2A extension URIs to request (``A2A-Extensions``).
+        headers: Extra headers for every request.
+        timeout: Default limits per call.
+        retry: Retry policy for failures that are safe to retry.
+        stream_idle_timeout: Longest silence on a stream before it counts as dead.
+        transport: An :class:`HTTPTransport` to share (then ``verify``, ``retry`` and
+            ``timeout`` defaults come from it and :meth:`close` leaves it open).
+        verify: TLS verification, as in requests.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        revision: Revision = "1.0",
+        card: AgentCard | None = None,
+        credentials: Credentials | None = None,
+        trusted_origins: Iterable[str] | None = None,
+        extensions: Sequence[str] = (),
+        headers: Mapping[str, str] | None = None,
+        timeout: TimeoutArg = None,
+        retry: RetryPolicy | None = None,
+        stream_idle_timeout: float | None = C.DEFAULT_STREAM_IDLE_TIMEOUT,
+        transport: HTTPTransport | None = None,
+        verify: bool | str = True,
+        tenant: str | None = None,
+        _card_fetch: CardFetch | None = None,
+    ) -> None:
+        if revision not in REVISIONS:
+            raise ConfigurationError(f"unknown A2A revision {revision!r}; use one of {REVISIONS}")
+        self.url = url
+        self.revision: Revision = revision
+        self.tenant = tenant
+        self._endpoint_origin = origin_of(url)
+        self._owns_transport = transport is None
+        if transport is None:
+            transport = HTTPTransport(timeout=timeout, retry=retry, verify=verify)
+        self._transport = transport
+        self._timeout = transport.timeout if timeout is None else Timeout.coerce(timeout)
+        self._stream_idle_timeout = stream_idle_timeout
+        self._card_fetch = _card_fetch
+        self._card = card if card is not None else (_card_fetch.card if _card_fetch else None)
+        self.extended_card: AgentCard | None = None
+        self._ids = IdCounter()
+        self._codec = codec_for(revision)
+        origins = (
+            frozenset(origin_of(o) for o in trusted_origins)
+            if trusted_origins is not None
+            else frozenset({origin_of(_card_fetch.url) if _card_fetch else self._endpoint_origin})
+        )
+        self._credentials = (
+            OriginBoundCredentials(credentials, origins) if credentials is not None else None
+        )
+        if self._credentials is not None and self._endpoint_origin not in origins:
+            raise ConfigurationError(
+                f"the agent's endpoint {url!r} is on another origin than its card "
+                f"({', '.join(sorted(origins))}); credentials are not sent there. Pass "
+                f"trusted_origins=[{self._endpoint_origin!r}] if that host is really yours."
+            )
+        static = {"Content-Type": "application/json"}
+        if revision == "1.0":
+            static["A2A-Version"] = "1.0"
+        if extensions:
+            name = "A2A-Extensions" if revision == "1.0" else "X-A2A-Extensions"
+            static[name] = ",".join(extensions)
+        static.update(headers or {})
+        self._static_headers = static
+
+    # -- construction ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        revisions: Sequence[Revision] = REVISIONS,
+        verify_card: CardVerifier | None = None,
+        card_headers: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> A2AClient:
+        """Fetch the agent's card from ``url`` and connect to its preferred interface.
+
+        ``url`` is the agent's base URL (the card is at ``/.well-known/agent-card.json``
+        below it, with a fallback to ``agent.json``) or the card's own URL. The first
+        JSON-RPC interface in the most preferred revision is used (1.0, then 0.3).
+
+        Args:
+            url: Base URL or card URL.
+            revisions: Revisions to accept, most preferred first.
+            verify_card: Called with the raw card before it is used; raise
+                :class:`~a2a_sync.errors.SignatureError` to reject it (see
+                :mod:`a2a_sync.signing`).
+            card_headers: Extra headers for the card request.
+            **kwargs: Passed to :class:`A2AClient` (credentials, timeout, ...).
+
+        Raises:
+            HTTPStatusError, TransportError: The card could not be fetched.
+            ProtocolError: The card is invalid.
+            ConfigurationError: No usable interface.
+        """
+        transport = kwargs.pop("transport", None)
+        owns = transport is None
+        if transport is None:
+            transport = HTTPTransport(
+                timeout=kwargs.get("timeout"),
+                retry=kwargs.get("retry"),
+                verify=kwargs.get("verify", True),
+            )
+        try:
+            fetched = fetch_card(
+                transport,
+                url,
+                headers=card_headers,
+                verifier=verify_card,
+                timeout=kwargs.get("timeout"),
+            )
+            interface, revision = select_interface(
+                fetched.card, card_url=fetched.url, revisions=revisions
+            )
+            client = cls(
+                interface.url,
+                revision=revision,
+                transport=transport,
+                tenant=interface.tenant,
+                _card_fetch=fetched,
+                **kwargs,
+            )
+        except BaseException:
+            if owns:
+                transport.close()
+            raise
+        client._owns_transport = owns
+        return client
+
+    @classmethod
+    def from_card(cls, card: AgentCard, *, card_url: str | None = None, **kwargs: Any) -> A2AClient:
+        """Connect to the preferred interface of a card you already have."""
+        interface, revision = select_interface(card, card_url=card_url)
+        if card_url is not None and "trusted_origins" not in kwargs:
+            kwargs["trusted_origins"] = [card_url]
+        return cls(interface.url, revision=revision, card=card, tenant=interface.tenant, **kwargs)
+
+    # -- card -----------------------------------------------------------------------------------
+
+    @property
+    def card(self) -> AgentCard | None:
+        """The agent's card, if the client was built from one."""
+        return self._card
+
+    def refresh_card(self, *, timeout: TimeoutArg = None) -> AgentCard:
+        """Revalidate the card with ``If-None-Match`` and return the current one."""
+        if self._card_fetch is None:
+            raise ConfigurationError("this client was not created from an agent card URL")
+        fetched = fetch_card(
+            self._transport, self._card_fetch.url, previous=self._card_fetch, timeout=timeout
+        )
+        self._card_fetch = fetched
+        self._card = fetched.card
+        return fetched.card
+
+    def get_extended_card(self, *, timeout: TimeoutArg = None) -> AgentCard:
+        """Fetch the authenticated extended card (``GetExtendedAgentCard``).
+
+        The extended card is kept on :attr:`extended_card` for this client only.
+        """
+        result = self._call(Operation.GET_EXTENDED_CARD, {}, timeout=timeout)
+        card = load_card(result)
+        self.extended_card = card
+        return card
+
+    # -- messages ---------------------------------------------------------------------------------
+
+    def send_message(
+        self,
+        message: MessageInput,
+        *,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        return_immediately: bool = False,
+        history_length: int | None = None,
+        accepted_output_modes: Sequence[str] | None = None,
+        push_notification_config: PushNotificationConfig | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        idempotent: bool = False,
+        timeout: TimeoutArg = None,
+    ) -> SendResult:
+        """Send a message and return the agent's answer: a :class:`Task` or a
+        :class:`Message`.
+
+        By default the call blocks until the task reaches a terminal or interrupted
+        state; ``return_immediately=True`` returns the task as soon as it exists.
+
+        Args:
+            message: Text, a part, a list of them, or a complete :class:`Message`.
+            task_id: Continue this task (answer an input-required question).
+            context_id: Continue this conversation.
+            return_immediately: Do not wait for the task to settle.
+            history_length: How much history the returned task carries.
+            accepted_output_modes: MIME types the caller accepts.
+            push_notification_config: Webhook for updates of the task.
+            metadata: Free-form request metadata.
+            idempotent: Allow resending after an ambiguous failure. Safe only because
+                the same message (same ``message_id``) is resent and agents deduplicate
+                by it; leave it off for agents that do not.
+            timeout: Limits for this call.
+
+        Raises:
+            RPCError: The agent refused (typed by code, e.g. TaskNotFound).
+            TransportError, HTTPStatusError, ProtocolError: See :mod:`a2a_sync.errors`.
+        """
+        msg = self._message(message, task_id=task_id, context_id=context_id)
+        params = self._send_params(
+            msg,
+            return_immediately=return_immediately,
+            history_length=history_length,
+            accepted_output_modes=accepted_output_modes,
+            push_notification_config=push_notification_config,
+            metadata=metadata,
+        )
+        result = self._call(Operation.SEND_MESSAGE, params, timeout=timeout, idempotent=idempotent)
+        return self._codec.load_send_result(result)
+
+    def reply(self, task: Task | str, message: MessageInput, **kwargs: Any) -> SendResult:
+        """Answer a task that asks for input: send ``message`` within ``task``."""
+        if isinstance(task, Task):
+            kwargs.setdefault("context_id", task.context_id)
+            task = task.id
+        return self.send_message(message, task_id=task, **kwargs)
+
+    def stream_message(
+        self,
+        message: MessageInput,
+        *,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        history_length: int | None = None,
+        accepted_output_modes: Sequence[str] | None = None,
+        push_notification_config: PushNotificationConfig | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        timeout: TimeoutArg = None,
+    ) -> TaskStream:
+        """Send a message and stream the task's events (``SendStreamingMessage``).
+
+        Returns a :class:`TaskStream`; use it as a context manager. The request is
+        never re-sent: a dropped stream raises
+        :class:`~a2a_sync.errors.StreamInterrupted` carrying the task id (the resilient
+        client resubscribes instead).
+        """
+        msg = self._message(message, task_id=task_id, context_id=context_id)
+        params = self._send_params(
+            msg,
+            return_immediately=False,
+            history_length=history_length,
+            accepted_output_modes=accepted_output_modes,
+            push_notification_config=push_notification_config,
+            metadata=metadata,
+        )
+        return self.open_stream(Operation.SEND_STREAMING_MESSAGE, params, timeout=timeout)
+
+    # -- tasks ------------------------------------------------------------------------------------
+
+    def get_task(
+        self, task_id: str, *, history_length: int | None = None, timeout: TimeoutArg = None
+    ) -> Task:
+        """Fetch a task by id (``GetTask``). ``history_length=0`` omits the history."""
+        params = self._codec.get_task_params(task_id, history_length=history_length)
+        result = self._call(Operation.GET_TASK, params, timeout=timeout)
+        return self._codec.load_task(result)
+
+    def list_tasks(
+        self,
+        *,
+        context_id: str | None = None,
+        status: TaskState | None = None,
+        page_size: int | None = None,
+        page_token: str | None = None,
+        history_length: int | None = None,
+        status_timestamp_after: datetime | None = None,
+        include_artifacts: bool | None = None,
+        timeout: TimeoutArg = None,
+    ) -> ListTasksResult:
+        """List tasks, newest status first (``ListTasks``; A2A 1.0 only).
+
+        Raises:
+            UnsupportedOperation: The agent speaks A2A 0.3, which has no list method.
+        """
+        if self.revision == "0.3":
+            raise UnsupportedOperation("ListTasks is not part of A2A 0.3")
+        params = self._codec.list_tasks_params(
+            context_id=context_id,
+            status=status,
+            page_size=page_size,
+            page_token=page_token,
+            history_length=history_length,
+            status_timestamp_after=status_timestamp_after,
+            include_artifacts=include_artifacts,
+        )
+        result = self._call(Operation.LIST_TASKS, params, timeout=timeout)
+        return self._codec.load_list_tasks_result(result)
+
+    def iter_tasks(self, **filters: Any) -> Iterator[Task]:
+        """Iterate over every task matching ``filters`` (see :meth:`list_tasks`),
+        fetching pages as needed."""
+        token: str | None = filters.pop("page_token", None)
+        while True:
+            page = self.list_tasks(page_token=token, **filters)
+            yield from page.tasks
+            token = page.next_page_token
+            if not token:
+                return
+
+    def cancel_task(
+        self, task_id: str, *, metadata: Mapping[str, Any] | None = None, timeout: TimeoutArg = None
+    ) -> Task:
+        """Ask the agent to cancel a task (``CancelTask``); returns the task.
+
+        Raises:
+            TaskNotCancelable: The task already settled.
+            TaskNotFound: No such task.
+        """
+        params = self._codec.cancel_task_params(
+            task_id, metadata=dict(metadata) if metadata else None
+        )
+        result = self._call(Operation.CANCEL_TASK, params, timeout=timeout)
+        return self._codec.load_task(result)
+
+    def subscribe(self, task_id: str, *, timeout: TimeoutArg = None) -> TaskStream:
+        """Re-attach to a running task's event stream (``SubscribeToTask`` /
+        ``tasks/resubscribe``). The first event is the task's current state.
+
+        Raises:
+            UnsupportedOperation: The task already settled, or the agent cannot stream.
+        """
+        params = self._codec.subscribe_params(task_id)
+        return self.open_stream(Operation.SUBSCRIBE_TO_TASK, params, timeout=timeout)
+
+    # -- push notifications ---------------------------------------------------------------------
+
+    def create_push_config(
+        self, task_id: str, config: PushNotificationConfig, *, timeout: TimeoutArg = None
+    ) -> PushNotificationConfig:
+        """Register a webhook for a task's updates; returns it as the agent stored it."""
+        params = self._codec.dump_push_config(attrs.evolve(config, task_id=task_id))
+        result = self._call(Operation.CREATE_PUSH_CONFIG, params, timeout=timeout)
+        return self._codec.load_push_config(result)
+
+    def get_push_config(
+        self, task_id: str, config_id: str, *, timeout: TimeoutArg = None
+    ) -> PushNotificationConfig:
+        """Fetch one webhook registration of a task."""
+        params = self._codec.push_config_id_params(task_id, config_id)
+        result = self._call(Operation.GET_PUSH_CONFIG, params, timeout=timeout)
+        return self._codec.load_push_config(result)
+
+    def list_push_configs(
+        self,
+        task_id: str,
+        *,
+        page_size: int | None = None,
+        page_token: str | None = None,
+        timeout: TimeoutArg = None,
+    ) -> ListPushConfigsResult:
+        """List a task's webhook registrations (one page; 0.3 has no paging)."""
+        params = self._codec.list_push_configs_params(
+            task_id, page_size=page_size, page_token=page_token
+        )
+        result = self._call(Operation.LIST_PUSH_CONFIGS, params, timeout=timeout)
+        return self._codec.load_push_config_list(result)
+
+    def delete_push_config(
+        self, task_id: str, config_id: str, *, timeout: TimeoutArg = None
+    ) -> None:
+        """Remove a webhook registration."""
+        params = self._codec.push_config_id_params(task_id, config_id)
+        self._call(Operation.DELETE_PUSH_CONFIG, params, timeout=timeout)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Cancel calls in flight and release connections (unless the transport was
+        passed in). Safe from any thread; idempotent."""
+        if self._owns_transport:
+            self._transport.close()
+
+    def __enter__(self) -> A2AClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<A2AClient {self.url} A2A {self.revision}>"
+
+    # -- plumbing (shared with the resilient client) ----------------------------------------------
+
+    def _message(
+        self, message: MessageInput, *, task_id: str | None, context_id: str | None
+    ) -> Message:
+        if isinstance(message, Message):
+            if task_id is None and context_id is None:
+                return message
+            return attrs.evolve(
+                message,
+                task_id=task_id if task_id is not None else message.task_id,
+                context_id=context_id if context_id is not None else message.context_id,
+            )
+        content: Sequence[str | Part] = (message,) if isinstance(message, (str, Part)) else message
+        return Message.user(*content, task_id=task_id, context_id=context_id)
+
+    def _send_params(
+        self,
+        message: Message,
+        *,
+        return_immediately: bool,
+        history_length: int | None,
+        accepted_output_modes: Sequence[str] | None,
+        push_notification_config: PushNotificationConfig | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        configuration = None
+        if (
+            return_immediately
+            or history_length is not None
+            or accepted_output_modes
+            or push_notification_config is not None
+        ):
+            configuration = SendMessageConfiguration(
+                accepted_output_modes=list(accepted_output_modes or ()),
+                history_length=history_length,
+                push_notification_config=push_notification_config,
+                return_immediately=return_immediately,
+            )
+        return self._codec.dump_send_params(
+            message, configuration, metadata=dict(metadata) if metadata else None
+        )
+
+    def _headers(self) -> dict[str, str]:
+        if self._credentials is None:
+            return self._static_headers
+        return {**self._static_headers, **self._credentials.headers_for(self.url, self._card)}
+
+    def _params(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.tenant and self.revision == "1.0" and isinstance(params, dict):
+            params.setdefault("tenant", self.tenant)
+        return params
+
+    def _method(self, operation: Operation) -> str:
+        method = wire_name(operation, self.revision)
+        if method is None:
+            raise UnsupportedOperation(f"{operation.value} is not part of A2A {self.revision}")
+        return method
+
+    def _call(
+        self,
+        operation: Operation,
+        params: dict[str, Any],
+        *,
+        timeout: TimeoutArg,
+        idempotent: bool = False,
+    ) -> Any:
+        method = self._method(operation)
+        request_id = self._ids()
+        body = encode_request(method, self._params(params), request_id)
+        retried_auth = False
+        while True:
+            result = self._transport.request(
+                "POST",
+                self.url,
+                body=body,
+                headers=self._headers(),
+                idempotent=idempotent or operation in IDEMPOTENT,
+                timeout=timeout,
+            )
+            if (
+                result.status == 401
+                and not retried_auth
+                and self._credentials is not None
+                and self._credentials.refresh()
+            ):
+                retried_auth = True
+                continue
+            return self._parse(result, request_id, operation)
+
+    def _parse(self, result: HTTPResult, request_id: int, operation: Operation) -> Any:
+        content_type = result.content_type
+        if result.ok:
+            envelope = decode_json(result.content, content_type=content_type)
+            return result_from_response(
+                envelope,
+                expected_id=request_id,
+                table=A2A_ERRORS,
+                # a2a-sdk's 0.3 layer answers a push-config delete without "result".
+                allow_missing_result=self.revision == "0.3"
+                and operation is Operation.DELETE_PUSH_CONFIG,
+            )
+        if content_type in _JSON_TYPES and result.content:
+            try:
+                envelope = decode_json(result.content, content_type=content_type)
+                result_from_response(envelope, expected_id=request_id, table=A2A_ERRORS)
+            except RPCError:
+                raise
+            except ProtocolError:
+                pass
+        raise HTTPStatusError(
+            f"POST {result.url} answered HTTP {result.status}"
+            + (f": {excerpt(result.content)}" if result.content else ""),
+            status_code=result.status,
+            body=result.content,
+            url=result.url,
+            retry_after=parse_retry_after(result.headers.get("Retry-After")),
+            content_type=content_type,
+        )
+
+    def open_stream(
+        self,
+        operation: Operation,
+        params: dict[str, Any],
+        *,
+        timeout: TimeoutArg = None,
+        reconnect: Any = None,
+    ) -> TaskStream:
+        """Open a streaming operation (advanced; used by the resilient client)."""
+        method = self._method(operation)
+        request_id = self._ids()
+        body = encode_request(method, self._params(params), request_id)
+        request = StreamRequest("POST", self.url, body=body, headers=self._headers())
+        try:
+            sse = SSEStream(
+                self._transport,
+                request,
+                timeout=timeout if timeout is not None else self._timeout,
+                idle_timeout=self._stream_idle_timeout,
+                reconnect=reconnect,
+                json_fallback=True,
+            )
+        except HTTPStatusError as exc:
+            self._raise_rpc_error_in(exc, request_id)
+            raise
+        return TaskStream(
+            sse,
+            request_id=request_id,
+            load_event=self._codec.load_stream_event,
+            revision=self.revision,
+        )
+
+    def _raise_rpc_error_in(self, exc: HTTPStatusError, request_id: int) -> None:
+        if exc.content_type in _JSON_TYPES and exc.body:
+            try:
+                envelope = decode_json(exc.body)
+                result_from_response(envelope, expected_id=request_id, table=A2A_ERRORS)
+            except RPCError as rpc_error:
+                raise rpc_error from exc
+            except ProtocolError:
+                return

@@ -1,0 +1,209 @@
+"""A streamed A2A task: iterate its events, get the final task, close from any thread."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .._accumulate import accumulate
+from .._jsonrpc import A2A_ERRORS, result_from_response
+from .._sse import SSEStream
+from ..errors import ProtocolError, StreamInterrupted
+from ..types import Message, StreamEvent, Task, TaskStatusUpdateEvent
+
+__all__ = ["TaskStream"]
+
+logger = logging.getLogger(__name__)
+
+#: Turns one JSON-RPC ``result`` of a stream into a model (the revision's codec).
+EventLoader = Callable[[Any], StreamEvent]
+
+
+class TaskStream:
+    """The events of one streamed message or task subscription.
+
+    Iterate it to receive :class:`~a2a_sync.types.Task`, :class:`~a2a_sync.types.Message`,
+    :class:`~a2a_sync.types.TaskStatusUpdateEvent` and
+    :class:`~a2a_sync.types.TaskArtifactUpdateEvent` objects as the agent produces
+    them. Iteration ends when the task reaches a terminal or interrupted state (A2A 0.3
+    ``final``, A2A 1.0 stream close), or after a single reply message.
+    :meth:`get_final_task` folds every update into the same :class:`Task` that
+    ``get_task`` returns.
+
+    Iterate from one thread; :meth:`close` may be called from any thread and makes a
+    blocked iteration stop promptly (with :class:`~a2a_sync.errors.Cancelled`). Use it
+    as a context manager::
+
+        with client.stream_message("Summarize this") as stream:
+            for event in stream:
+                print(event)
+            task = stream.get_final_task()
+    """
+
+    def __init__(
+        self,
+        sse: SSEStream,
+        *,
+        request_id: int | str,
+        load_event: EventLoader,
+        revision: str,
+    ) -> None:
+        self._sse = sse
+        self._request_ids: set[int | str] = {request_id}
+        self._load_event = load_event
+        self.revision = revision
+        self._snapshot: Task | None = None
+        self._unfolded: list[StreamEvent] = []
+        self._message: Message | None = None
+        self._task_id: str | None = None
+        self._done = False
+        self._lock = threading.Lock()  # guards folding (task property vs iteration)
+
+    # -- what the stream knows so far ------------------------------------------------------
+
+    @property
+    def task_id(self) -> str | None:
+        """The task's id, once the first event named it."""
+        return self._task_id
+
+    @property
+    def task(self) -> Task | None:
+        """The task as known so far (``None`` before the first event or for a reply
+        message). Folding is lazy: reading this applies the events received since."""
+        with self._lock:
+            if self._unfolded:
+                snapshot = self._snapshot
+                for event in self._unfolded:
+                    snapshot = accumulate(snapshot, event)
+                self._snapshot = snapshot
+                self._unfolded.clear()
+            return self._snapshot
+
+    @property
+    def message(self) -> Message | None:
+        """The agent's reply when it answered with a message instead of a task."""
+        return self._message
+
+    @property
+    def done(self) -> bool:
+        """True once the stream reached its end."""
+        return self._done
+
+    def add_request_id(self, request_id: int | str) -> None:
+        """Accept events answering ``request_id`` too (after a resubscribe)."""
+        self._request_ids.add(request_id)
+
+    # -- iteration ---------------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[StreamEvent]:
+        return self
+
+    def __next__(self) -> StreamEvent:
+        if self._done:
+            raise StopIteration
+        while True:
+            try:
+                sse_event = self._sse.next_event()
+            except BaseException:
+                self._finish()
+                raise
+            if sse_event is None:
+                self._finish()
+                snapshot = self.task
+                if self._message is None and (snapshot is None or not _settled(snapshot)):
+                    raise StreamInterrupted(
+                        "the agent closed the stream before the task settled",
+                        task_id=self._task_id,
+                    )
+                raise StopIteration
+            if not sse_event.data:
+                continue  # an event without data carries nothing for A2A (e.g. a keep-alive)
+            try:
+                event = self._decode(sse_event.json())
+            except BaseException:
+                self._finish()
+                raise
+            self._record(event)
+            return event
+
+    def _decode(self, envelope: Any) -> StreamEvent:
+        request_id = envelope.get("id") if isinstance(envelope, dict) else None
+        if request_id not in self._request_ids:
+            request_id = next(iter(self._request_ids))
+        result = result_from_response(envelope, expected_id=request_id, table=A2A_ERRORS)
+        return self._load_event(result)
+
+    def _record(self, event: StreamEvent) -> None:
+        if isinstance(event, Message) and self._snapshot is None and not self._unfolded:
+            # A stream is either one Message, or a Task followed by updates (A2A §3.1.2).
+            self._message = event
+            self._task_id = event.task_id
+            self._finish()
+            return
+        if isinstance(event, Task):
+            self._task_id = event.id
+        elif self._task_id is None:
+            self._task_id = getattr(event, "task_id", None)
+        with self._lock:
+            self._unfolded.append(event)
+        if _ends_stream(event):
+            self._finish()
+
+    def _finish(self) -> None:
+        self._done = True
+        self._sse.close()
+
+    # -- results -------------------------------------------------------------------------------
+
+    def get_final_task(self) -> Task:
+        """Read the stream to its end and return the folded task.
+
+        Raises:
+            ProtocolError: The agent answered with a message, not a task (see
+                :meth:`get_final_result`).
+            StreamInterrupted: The stream ended before the task settled.
+        """
+        result = self.get_final_result()
+        if isinstance(result, Message):
+            raise ProtocolError("the agent replied with a message, not a task")
+        return result
+
+    def get_final_result(self) -> Task | Message:
+        """Read the stream to its end; return the folded task or the reply message."""
+        for _ in self:
+            pass
+        if self._message is not None:
+            return self._message
+        snapshot = self.task
+        if snapshot is None:
+            raise ProtocolError("the stream ended without a task or message")
+        return snapshot
+
+    def close(self) -> None:
+        """Stop the stream and release its connection (safe from any thread)."""
+        self._done = True
+        self._sse.close()
+
+    def __enter__(self) -> TaskStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "done" if self._done else "open"
+        return f"<TaskStream task_id={self._task_id!r} {state}>"
+
+
+def _settled(task: Task) -> bool:
+    return task.is_terminal or task.is_interrupted
+
+
+def _ends_stream(event: StreamEvent) -> bool:
+    if isinstance(event, TaskStatusUpdateEvent):
+        return event.final or event.status.state.is_terminal or event.status.state.is_interrupted
+    if isinstance(event, Task):
+        return _settled(event)
+    return False
