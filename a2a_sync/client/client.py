@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -117,6 +118,7 @@ class A2AClient:
             transport = HTTPTransport(timeout=timeout, retry=retry, verify=verify)
         self._transport = transport
         self._timeout = transport.timeout if timeout is None else Timeout.coerce(timeout)
+        self._retry = retry if retry is not None and not self._owns_transport else None
         self._stream_idle_timeout = stream_idle_timeout
         self._card_fetch = _card_fetch
         self._card = card if card is not None else (_card_fetch.card if _card_fetch else None)
@@ -219,6 +221,24 @@ class A2AClient:
         if card_url is not None and "trusted_origins" not in kwargs:
             kwargs["trusted_origins"] = [card_url]
         return cls(interface.url, revision=revision, card=card, tenant=interface.tenant, **kwargs)
+
+    def with_options(
+        self, *, timeout: TimeoutArg = None, retry: RetryPolicy | None = None
+    ) -> A2AClient:
+        """A client for the same agent with other per-call defaults.
+
+        The copy shares this client's connection pool and credentials (it is cheap) and
+        leaves this client unchanged; closing the copy does not close the pool::
+
+            patient = client.with_options(timeout=600)
+        """
+        clone = copy.copy(self)
+        clone._owns_transport = False
+        if timeout is not None:
+            clone._timeout = Timeout.coerce(timeout)
+        if retry is not None:
+            clone._retry = retry
+        return clone
 
     # -- card -----------------------------------------------------------------------------------
 
@@ -549,7 +569,8 @@ class A2AClient:
                 body=body,
                 headers=self._headers(),
                 idempotent=idempotent or operation in IDEMPOTENT,
-                timeout=timeout,
+                timeout=self._timeout if timeout is None else timeout,
+                retry=self._retry,
             )
             if (
                 result.status == 401
