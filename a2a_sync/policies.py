@@ -12,7 +12,7 @@ import email.utils
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -25,6 +25,7 @@ __all__ = [
     "RetryPolicy",
     "ReconnectPolicy",
     "PollPolicy",
+    "ResilienceConfig",
     "parse_retry_after",
 ]
 
@@ -40,6 +41,10 @@ def _non_negative(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
 def _positive_or_none(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and (not isinstance(value, (int, float)) or value <= 0):
         raise ConfigurationError(f"{attribute.name} must be a positive number or None")
+
+
+def _int_set(values: Iterable[int]) -> frozenset[int]:
+    return frozenset(values)
 
 
 def _fraction(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -107,7 +112,7 @@ class RetryPolicy:
     backoff_base: float = attrs.field(default=C.DEFAULT_BACKOFF_BASE, validator=_non_negative)
     backoff_max: float = attrs.field(default=C.DEFAULT_BACKOFF_MAX, validator=_non_negative)
     jitter: float = attrs.field(default=C.DEFAULT_JITTER, validator=_fraction)
-    statuses: frozenset[int] = attrs.field(default=C.RETRYABLE_STATUSES, converter=frozenset)
+    statuses: frozenset[int] = attrs.field(default=C.RETRYABLE_STATUSES, converter=_int_set)
     retry_after_max: float = attrs.field(default=C.DEFAULT_RETRY_AFTER_MAX, validator=_non_negative)
 
     @max_retries.validator
@@ -233,3 +238,56 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     if math.isnan(seconds):
         return None
     return max(0.0, seconds)
+
+
+@attrs.frozen
+class ResilienceConfig:
+    """Every delay and budget of :class:`~a2a_sync.client.ResilientA2AClient`.
+
+    Immutable and shareable; derive variants with :func:`attrs.evolve`. The defaults are
+    conservative (a couple of retries, short backoff) so the wrapper is safe to enable
+    everywhere.
+
+    Attributes:
+        max_transport_retries: L1 — retries of a transient failure on the same agent.
+        retry_base_delay: L1 — first backoff delay (doubles per consecutive failure).
+        retry_max_delay: L1 — ceiling for one backoff delay.
+        retry_statuses: L1 — HTTP statuses retried (for operations that are safe to repeat).
+        retry_after_max: L1 — longest ``Retry-After`` honoured before failing over.
+        jitter: Fraction of each delay removed at random.
+        max_reconnect_attempts: L2 — resubscribes after a stream drops, before falling
+            through to polling.
+        task_timeout: L3 — default deadline of :meth:`wait_for_task` and ``send_and_wait``.
+        poll: L3 — how task recovery polls ``GetTask``.
+        idempotent_send: Resend a message whose outcome is unknown (and fail over to the
+            next agent after such a failure). Safe only with agents that deduplicate by
+            ``message_id``; every resend carries the byte-identical message.
+    """
+
+    max_transport_retries: int = 2
+    retry_base_delay: float = attrs.field(default=C.DEFAULT_BACKOFF_BASE, validator=_non_negative)
+    retry_max_delay: float = attrs.field(default=C.DEFAULT_BACKOFF_MAX, validator=_non_negative)
+    retry_statuses: frozenset[int] = attrs.field(
+        default=C.RETRYABLE_STATUSES | {500}, converter=_int_set
+    )
+    retry_after_max: float = attrs.field(default=C.DEFAULT_RETRY_AFTER_MAX, validator=_non_negative)
+    jitter: float = attrs.field(default=C.DEFAULT_JITTER, validator=_fraction)
+    max_reconnect_attempts: int = 2
+    task_timeout: float = attrs.field(default=30.0, validator=_non_negative)
+    poll: PollPolicy = attrs.field(factory=PollPolicy)
+    idempotent_send: bool = False
+
+    def retry_policy(self) -> RetryPolicy:
+        """The L1 policy applied to every agent's transport calls."""
+        return RetryPolicy(
+            max_retries=self.max_transport_retries,
+            backoff_base=self.retry_base_delay,
+            backoff_max=self.retry_max_delay,
+            jitter=self.jitter,
+            statuses=self.retry_statuses,
+            retry_after_max=self.retry_after_max,
+        )
+
+    def reconnect_delay(self, attempt: int, rand: RandomSource = random.random) -> float:
+        """L2 — wait before resubscribe number ``attempt`` (>= 1)."""
+        return self.retry_policy().backoff(attempt, rand)

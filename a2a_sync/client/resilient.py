@@ -1,0 +1,856 @@
+"""A resilient A2A client: four layers of fault tolerance over :class:`A2AClient`.
+
+- **L1 — transport retry.** Transient failures (connect errors, timeouts, 5xx, 429 with
+  ``Retry-After``) are retried on the same agent with capped exponential backoff and
+  jitter, by the urllib3 ``Retry`` of each agent's transport (configured from
+  :class:`~a2a_sync.policies.ResilienceConfig`). JSON-RPC error answers are never
+  retried: the agent answered, it refused. Unlike the seed (lc-a2a), a message send whose
+  outcome is unknown — the request may have reached the agent — is never re-sent unless
+  the caller opted into idempotent sending, and then the identical message (same
+  ``message_id``) is sent.
+- **L2 — stream re-establishment.** A dropped stream is resumed by resubscribing to the
+  task (``SubscribeToTask`` / ``tasks/resubscribe``), never by posting the message again.
+  The subscription's first event (the task's current state) is compared with what was
+  already delivered, and only the difference is delivered, so no event is seen twice and
+  chunked artifacts reassemble correctly. After the reconnect budget, L3 takes over.
+- **L3 — task recovery.** :meth:`ResilientA2AClient.wait_for_task` polls ``GetTask``
+  until the task settles and maps each outcome to a result or a typed error; a timeout
+  raises :class:`~a2a_sync.errors.TaskWaitTimeout` carrying the task id so the wait can
+  be resumed.
+- **L4 — fallback agents.** When an agent cannot serve a request (it is unreachable, or
+  answers with an error another agent might not give), the next agent is tried, in
+  order. Never after parse or signature errors or an input request; never for a send
+  that may already have reached an agent (unless idempotent sending was opted into);
+  operations on an existing task stay with the agent that owns it; every agent keeps its
+  own credentials. When all fail, :class:`~a2a_sync.errors.AllAgentsFailed` lists each.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from typing import Any, Final, TypeVar
+
+import attrs
+
+from ..errors import (
+    A2ASyncError,
+    AllAgentsFailed,
+    AuthRequired,
+    Cancelled,
+    ConfigurationError,
+    ConnectError,
+    HTTPStatusError,
+    InputRequired,
+    InvalidParams,
+    InvalidRequest,
+    OutcomeUnknown,
+    ParseError,
+    ProtocolError,
+    RedirectRefused,
+    ResponseTooLarge,
+    RPCError,
+    TaskCanceled,
+    TaskError,
+    TaskFailed,
+    TaskNotFound,
+    TaskRejected,
+    TaskWaitTimeout,
+    TransportError,
+    UnsupportedOperation,
+)
+from ..policies import ResilienceConfig
+from ..types import (
+    AgentCard,
+    Artifact,
+    ListTasksResult,
+    Message,
+    PushNotificationConfig,
+    SendResult,
+    StreamEvent,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatusUpdateEvent,
+)
+from .client import A2AClient, MessageInput, TimeoutArg
+from .stream import TaskStream
+
+__all__ = ["ResilientA2AClient", "ResilientTaskStream"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: How many task → agent ownerships are remembered (oldest forgotten first).
+_OWNER_MEMORY: Final = 10_000
+
+#: Statuses with which an agent says it did not process the request at all.
+_NOT_PROCESSED_STATUSES: Final = frozenset({429, 503})
+
+#: Errors that are intrinsic to the request or the caller: another agent would fail the
+#: same way, so they are never a reason to fall back (seed: parse, signature, input).
+_NO_FALLBACK: Final = (
+    ProtocolError,
+    ConfigurationError,
+    TaskError,
+    OutcomeUnknown,
+    InvalidParams,
+    InvalidRequest,
+    ParseError,
+    Cancelled,
+    ResponseTooLarge,
+    RedirectRefused,
+)
+
+
+class ResilientA2AClient:
+    """An A2A client that absorbs transient failures and degrades to backup agents.
+
+    Wrap the agents you already built (each with its own URL, revision and
+    credentials)::
+
+        client = ResilientA2AClient(
+            A2AClient.from_url("https://primary.example"),
+            ResilienceConfig(task_timeout=120),
+            fallbacks=[A2AClient.from_url("https://backup.example")],
+        )
+        task = client.send_and_wait("Summarize the report")
+
+    It offers the operations of :class:`A2AClient` plus :meth:`wait_for_task` and
+    :meth:`send_and_wait`. The wrapped clients are used through
+    :meth:`A2AClient.with_options` copies carrying the config's retry policy; closing
+    the resilient client closes them.
+
+    **Threads:** safe to share between threads; the config is immutable, the agents are
+    thread-safe, and the task-ownership table is guarded by a lock.
+
+    Args:
+        primary: The preferred agent.
+        config: Budgets and delays of the four layers.
+        fallbacks: Agents tried in order when the current one cannot serve.
+        sleep: Called to wait (between resubscribes and polls); tests inject a recorder.
+        clock: Monotonic clock for deadlines; tests inject a fake.
+    """
+
+    def __init__(
+        self,
+        primary: A2AClient,
+        config: ResilienceConfig | None = None,
+        *,
+        fallbacks: Sequence[A2AClient] = (),
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config if config is not None else ResilienceConfig()
+        self._originals: tuple[A2AClient, ...] = (primary, *fallbacks)
+        retry = self.config.retry_policy()
+        self._agents: tuple[A2AClient, ...] = tuple(
+            agent.with_options(retry=retry) for agent in self._originals
+        )
+        self._sleep = sleep
+        self._clock = clock
+        self._owners: collections.OrderedDict[str, A2AClient] = collections.OrderedDict()
+        self._lock = threading.Lock()  # guards _owners
+
+    def with_fallback(self, fallback: A2AClient) -> ResilientA2AClient:
+        """A resilient client with one more fallback agent (tried after the others)."""
+        return ResilientA2AClient(
+            self._originals[0],
+            self.config,
+            fallbacks=[*self._originals[1:], fallback],
+            sleep=self._sleep,
+            clock=self._clock,
+        )
+
+    @property
+    def agents(self) -> tuple[A2AClient, ...]:
+        """The agents in the order they are tried (primary first)."""
+        return self._agents
+
+    # -- card -----------------------------------------------------------------------------------
+
+    def get_agent_card(self, *, timeout: TimeoutArg = None) -> AgentCard:
+        """The first reachable agent's (revalidated) card."""
+
+        def fetch(agent: A2AClient) -> AgentCard:
+            if agent.card is None:
+                raise ConfigurationError(f"{agent.url}: no card (client built without one)")
+            try:
+                return agent.refresh_card(timeout=timeout)
+            except ConfigurationError:
+                return agent.card
+
+        return self._run(fetch, self._agents, send=False)[0]
+
+    # -- messages ---------------------------------------------------------------------------------
+
+    def send_message(
+        self, message: MessageInput, *, idempotent: bool | None = None, **kwargs: Any
+    ) -> SendResult:
+        """Send a message (L1 + L4). Keyword arguments as :meth:`A2AClient.send_message`.
+
+        Args:
+            message: What to send; a :class:`Message` keeps its ``message_id``.
+            idempotent: Resend after an ambiguous failure (same ``message_id``); defaults
+                to the config's ``idempotent_send``.
+
+        Raises:
+            OutcomeUnknown: The send may have reached an agent and was not resent.
+            AllAgentsFailed: Every agent failed (each failure listed).
+        """
+        msg = self._fix_message(message, kwargs)
+        resend = self.config.idempotent_send if idempotent is None else idempotent
+        agents = self._agents_for(msg.task_id) if msg.task_id else self._agents
+
+        def send(agent: A2AClient) -> SendResult:
+            return agent.send_message(msg, idempotent=resend, **kwargs)
+
+        result, agent = self._run(send, agents, send=True, message=msg, resend=resend)
+        self._remember(result, agent)
+        return result
+
+    def reply(self, task: Task | str, message: MessageInput, **kwargs: Any) -> SendResult:
+        """Answer a task that asks for input (on the agent that owns it)."""
+        if isinstance(task, Task):
+            kwargs.setdefault("context_id", task.context_id)
+            task = task.id
+        return self.send_message(message, task_id=task, **kwargs)
+
+    def send_and_wait(
+        self,
+        message: MessageInput,
+        *,
+        timeout: float | None = None,
+        idempotent: bool | None = None,
+        **kwargs: Any,
+    ) -> SendResult:
+        """Send a message and wait until its task settles (L1/L4 + L3).
+
+        The message is sent with ``return_immediately`` so the task id is known at once;
+        the wait then polls that task on the agent that owns it — the message is never
+        sent again to wait for it.
+
+        Returns:
+            The completed task, or the agent's reply message.
+
+        Raises:
+            InputRequired: The agent asks a question (``err.task_id``, ``err.prompt``);
+                answer with :meth:`reply` and wait again.
+            AuthRequired, TaskFailed, TaskCanceled, TaskRejected: The task settled so.
+            TaskWaitTimeout: Still running at the deadline; resume with
+                :meth:`wait_for_task` (``err.task_id``).
+        """
+        result = self.send_message(
+            message, idempotent=idempotent, return_immediately=True, **kwargs
+        )
+        if isinstance(result, Message):
+            return result
+        if _settled(result):
+            return _outcome(result)
+        return self.wait_for_task(result.id, timeout=timeout)
+
+    def stream_message(
+        self, message: MessageInput, *, idempotent: bool | None = None, **kwargs: Any
+    ) -> ResilientTaskStream:
+        """Send a message and stream its task, resubscribing when the stream drops (L2)
+        and polling when it cannot be re-established (L3).
+
+        Agents whose card declares no streaming get a send followed by polling; the
+        stream then delivers the task and its changes as they are observed.
+        """
+        msg = self._fix_message(message, kwargs)
+        resend = self.config.idempotent_send if idempotent is None else idempotent
+        agents = self._agents_for(msg.task_id) if msg.task_id else self._agents
+        return ResilientTaskStream(
+            self, agents, message=msg, resend=resend, send_kwargs=kwargs, task_id=None
+        )
+
+    # -- tasks ------------------------------------------------------------------------------------
+
+    def get_task(
+        self, task_id: str, *, history_length: int | None = None, timeout: TimeoutArg = None
+    ) -> Task:
+        """Fetch a task from the agent that owns it (idempotent; L1 + L4 when unknown)."""
+        return self._on_task(
+            task_id,
+            lambda agent: agent.get_task(task_id, history_length=history_length, timeout=timeout),
+        )
+
+    def cancel_task(
+        self, task_id: str, *, metadata: Mapping[str, Any] | None = None, timeout: TimeoutArg = None
+    ) -> Task:
+        """Cancel a task on the agent that owns it (idempotent)."""
+        return self._on_task(
+            task_id, lambda agent: agent.cancel_task(task_id, metadata=metadata, timeout=timeout)
+        )
+
+    def list_tasks(self, **filters: Any) -> ListTasksResult:
+        """List tasks of the first agent that answers (see :meth:`A2AClient.list_tasks`)."""
+        return self._run(lambda agent: agent.list_tasks(**filters), self._agents, send=False)[0]
+
+    def subscribe(self, task_id: str) -> ResilientTaskStream:
+        """Re-attach to a running task's stream, re-establishing it when it drops (L2)."""
+        return ResilientTaskStream(
+            self,
+            self._agents_for(task_id),
+            message=None,
+            resend=False,
+            send_kwargs={},
+            task_id=task_id,
+        )
+
+    def wait_for_task(
+        self, task_id: str, *, timeout: float | None = None, history_length: int | None = None
+    ) -> Task:
+        """L3: poll the task until it settles; never re-create it.
+
+        Polls the owning agent with a short first interval growing to a cap (the
+        config's ``poll``). A transient failure of one poll does not end the wait.
+
+        Returns:
+            The completed task.
+
+        Raises:
+            InputRequired: The agent asks for input (``err.prompt``; answer with
+                :meth:`reply`).
+            AuthRequired: The agent needs authentication first.
+            TaskFailed, TaskCanceled, TaskRejected: The task settled in that state.
+            TaskWaitTimeout: ``timeout`` (default: the config's ``task_timeout``) passed;
+                the task still exists — call again with ``err.task_id``.
+            TaskNotFound: No agent knows the task.
+        """
+        limit = self.config.task_timeout if timeout is None else timeout
+        deadline = self._clock() + limit
+        polls = 0
+        last_error: A2ASyncError | None = None
+        task: Task | None = None
+        while True:
+            try:
+                task = self.get_task(task_id, history_length=history_length)
+            except (TransportError, HTTPStatusError, AllAgentsFailed) as exc:
+                last_error = exc
+                logger.debug("poll of task %s failed: %s", task_id, exc)
+            else:
+                if _settled(task):
+                    return _outcome(task)
+            polls += 1
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                raise TaskWaitTimeout(
+                    f"task {task_id} did not settle within {limit} s "
+                    f"(last state: {task.state.value if task else 'unknown'}); "
+                    f"call wait_for_task({task_id!r}) again to keep waiting",
+                    task_id=task_id,
+                    timeout=limit,
+                    task=task,
+                ) from last_error
+            self._sleep(min(self.config.poll.interval(polls), remaining))
+
+    # -- push notifications ---------------------------------------------------------------------
+
+    def create_push_config(
+        self, task_id: str, config: PushNotificationConfig
+    ) -> PushNotificationConfig:
+        """Register a webhook on the agent that owns the task."""
+        return self._on_task(task_id, lambda agent: agent.create_push_config(task_id, config))
+
+    def get_push_config(self, task_id: str, config_id: str) -> PushNotificationConfig:
+        """Fetch a webhook registration from the agent that owns the task."""
+        return self._on_task(task_id, lambda agent: agent.get_push_config(task_id, config_id))
+
+    def list_push_configs(self, task_id: str, **kwargs: Any) -> Any:
+        """List a task's webhook registrations on the agent that owns it."""
+        return self._on_task(task_id, lambda agent: agent.list_push_configs(task_id, **kwargs))
+
+    def delete_push_config(self, task_id: str, config_id: str) -> None:
+        """Remove a webhook registration on the agent that owns the task."""
+        self._on_task(task_id, lambda agent: agent.delete_push_config(task_id, config_id))
+
+    def get_extended_card(self) -> AgentCard:
+        """The first agent's authenticated extended card that answers."""
+        return self._run(lambda agent: agent.get_extended_card(), self._agents, send=False)[0]
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every agent's client (cancelling calls in flight). Idempotent."""
+        for agent in self._originals:
+            agent.close()
+
+    def __enter__(self) -> ResilientA2AClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        urls = ", ".join(agent.url for agent in self._agents)
+        return f"<ResilientA2AClient [{urls}]>"
+
+    # -- the layers -------------------------------------------------------------------------------
+
+    def _fix_message(self, message: MessageInput, kwargs: dict[str, Any]) -> Message:
+        """Build the message once, so every attempt and every agent gets the same id.
+
+        ``task_id``/``context_id`` move from ``kwargs`` into the message.
+        """
+        return self._agents[0]._message(
+            message, task_id=kwargs.pop("task_id", None), context_id=kwargs.pop("context_id", None)
+        )
+
+    def _agents_for(self, task_id: str) -> tuple[A2AClient, ...]:
+        with self._lock:
+            owner = self._owners.get(task_id)
+        return (owner,) if owner is not None else self._agents
+
+    def _remember(self, result: Any, agent: A2AClient) -> None:
+        """Record which agent owns the task ``result`` belongs to."""
+        task_id = result.id if isinstance(result, Task) else getattr(result, "task_id", None)
+        if task_id:
+            with self._lock:
+                self._owners[task_id] = agent
+                self._owners.move_to_end(task_id)
+                while len(self._owners) > _OWNER_MEMORY:
+                    self._owners.popitem(last=False)
+
+    def _on_task(self, task_id: str, call: Callable[[A2AClient], T]) -> T:
+        return self._on_task_with_agent(task_id, call)[0]
+
+    def _on_task_with_agent(
+        self, task_id: str, call: Callable[[A2AClient], T]
+    ) -> tuple[T, A2AClient]:
+        with self._lock:
+            owner = self._owners.get(task_id)
+        if owner is not None:
+            return self._run(call, (owner,), send=False)
+        # Unknown owner: ask each agent; "not found" means "maybe the next one".
+        return self._run(call, self._agents, send=False, task_bound=True)
+
+    def _run(
+        self,
+        call: Callable[[A2AClient], T],
+        agents: Sequence[A2AClient],
+        *,
+        send: bool,
+        message: Message | None = None,
+        resend: bool = False,
+        task_bound: bool = False,
+    ) -> tuple[T, A2AClient]:
+        """Try ``call`` on each agent in turn (L4); L1 happens inside each call.
+
+        Returns the result and the agent that produced it.
+        """
+        failures: list[tuple[str, BaseException]] = []
+        for agent in agents:
+            try:
+                result = call(agent)
+            except A2ASyncError as exc:
+                if send and message is not None and _outcome_unknown(exc) and not resend:
+                    raise OutcomeUnknown(
+                        f"sending message {message.message_id} to {agent.url} failed after "
+                        f"the request may have reached the agent ({exc}); it was not resent. "
+                        "Look the task up, or resend with idempotent=True if the agent "
+                        "deduplicates by message id",
+                        message_id=message.message_id,
+                    ) from exc
+                if not _should_fall_back(exc, send=send, resend=resend, task_bound=task_bound):
+                    raise
+                logger.info("agent %s failed (%s); trying the next agent", agent.url, exc)
+                failures.append((agent.url, exc))
+                continue
+            if isinstance(result, Task):
+                self._remember(result, agent)
+            return result, agent
+        if len(failures) == 1:
+            raise failures[0][1]
+        raise AllAgentsFailed(failures)
+
+
+def _outcome_unknown(exc: BaseException) -> bool:
+    if isinstance(exc, TransportError):
+        return exc.outcome_unknown and not isinstance(exc, Cancelled)
+    if isinstance(exc, HTTPStatusError):
+        return exc.status_code >= 500 and exc.status_code not in _NOT_PROCESSED_STATUSES
+    return False
+
+
+def _should_fall_back(exc: BaseException, *, send: bool, resend: bool, task_bound: bool) -> bool:
+    """L4: could a different agent plausibly succeed where this one failed?"""
+    if isinstance(exc, _NO_FALLBACK):
+        return False
+    if isinstance(exc, TaskNotFound):
+        return task_bound  # unknown owner: the task may live on another agent
+    if isinstance(exc, ConnectError):
+        return True  # the request never left
+    if send and not resend and _outcome_unknown(exc):
+        return False
+    return isinstance(exc, (TransportError, HTTPStatusError, RPCError, AllAgentsFailed))
+
+
+def _settled(task: Task) -> bool:
+    return task.is_terminal or task.is_interrupted
+
+
+def _outcome(task: Task) -> Task:
+    """Map a settled task to the seed's outcomes: completed → the task, else an error."""
+    state = task.state
+    why = task.status.message.text if task.status.message is not None else ""
+    if state is TaskState.completed:
+        return task
+    if state is TaskState.input_required:
+        raise InputRequired(
+            f"task {task.id} needs input: {why or 'the agent asked for input'}",
+            task_id=task.id,
+            prompt=why,
+            task=task,
+        )
+    if state is TaskState.auth_required:
+        raise AuthRequired(
+            f"task {task.id} requires authentication" + (f": {why}" if why else ""),
+            task_id=task.id,
+            task=task,
+        )
+    error: type[TaskError] = {
+        TaskState.failed: TaskFailed,
+        TaskState.canceled: TaskCanceled,
+        TaskState.rejected: TaskRejected,
+    }.get(state, TaskFailed)
+    raise error(
+        f"task {task.id} {state.value}" + (f": {why}" if why else ""), task_id=task.id, task=task
+    )
+
+
+def diff_events(previous: Task | None, current: Task) -> list[StreamEvent]:
+    """The events that turn what was delivered (``previous``) into ``current``.
+
+    Used after a resubscribe or a poll, so a consumer never sees an event twice: new
+    artifacts come as artifact updates, artifacts that grew come as ``append`` chunks of
+    just the new parts, and a changed status as a status update.
+    """
+    if previous is None:
+        return [current]
+    events: list[StreamEvent] = []
+    context_id = current.context_id or previous.context_id or ""
+    seen = {artifact.artifact_id: artifact for artifact in previous.artifacts}
+    for artifact in current.artifacts:
+        before = seen.get(artifact.artifact_id)
+        if before == artifact:
+            continue
+        if (
+            before is not None
+            and len(artifact.parts) > len(before.parts)
+            and artifact.parts[: len(before.parts)] == before.parts
+        ):
+            chunk: Artifact = attrs.evolve(artifact, parts=artifact.parts[len(before.parts) :])
+            events.append(
+                TaskArtifactUpdateEvent(
+                    task_id=current.id, context_id=context_id, artifact=chunk, append=True
+                )
+            )
+        else:
+            events.append(
+                TaskArtifactUpdateEvent(
+                    task_id=current.id, context_id=context_id, artifact=artifact
+                )
+            )
+    if current.status != previous.status:
+        events.append(
+            TaskStatusUpdateEvent(task_id=current.id, context_id=context_id, status=current.status)
+        )
+    return events
+
+
+#: Stream failures after which resubscribing can help.
+def _resumable(exc: BaseException) -> bool:
+    return (
+        isinstance(exc, TransportError)
+        and not isinstance(exc, (Cancelled, ResponseTooLarge, RedirectRefused))
+    ) or (isinstance(exc, HTTPStatusError) and exc.status_code >= 500)
+
+
+class ResilientTaskStream:
+    """A task stream that survives dropped connections (see :class:`ResilientA2AClient`).
+
+    Iterate it like a :class:`~a2a_sync.client.TaskStream`; events are never delivered
+    twice, also across resubscribes and polls. :meth:`close` may be called from any
+    thread.
+    """
+
+    def __init__(
+        self,
+        client: ResilientA2AClient,
+        agents: Sequence[A2AClient],
+        *,
+        message: Message | None,
+        resend: bool,
+        send_kwargs: dict[str, Any],
+        task_id: str | None,
+    ) -> None:
+        self._client = client
+        self._agents = agents
+        self._message_to_send = message
+        self._resend = resend
+        self._send_kwargs = send_kwargs
+        self._task_id = task_id
+        self._agent: A2AClient | None = None
+        self._stream: TaskStream | None = None
+        self._snapshot: Task | None = None
+        self._reply: Message | None = None
+        self._closed = False
+        self.reconnects = 0  #: Resubscribes performed.
+        self.polled = False  #: True if the stream fell through to polling (L3).
+        self._events = self._generate()
+
+    @property
+    def task_id(self) -> str | None:
+        return self._task_id
+
+    @property
+    def task(self) -> Task | None:
+        """The task as delivered so far."""
+        if self._stream is not None and self._stream.task is not None:
+            return self._stream.task
+        return self._snapshot
+
+    @property
+    def message(self) -> Message | None:
+        """The agent's reply when it answered with a message instead of a task."""
+        return self._reply
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed
+
+    def __iter__(self) -> Iterator[StreamEvent]:
+        return self
+
+    def __next__(self) -> StreamEvent:
+        return next(self._events)
+
+    def get_final_task(self) -> Task:
+        """Read to the end; return the task (raises like :meth:`TaskStream.get_final_task`)."""
+        result = self.get_final_result()
+        if isinstance(result, Message):
+            raise ProtocolError("the agent replied with a message, not a task")
+        return result
+
+    def get_final_result(self) -> Task | Message:
+        for _ in self:
+            pass
+        if self._reply is not None:
+            return self._reply
+        task = self.task
+        if task is None:
+            raise ProtocolError("the stream ended without a task or message")
+        return task
+
+    def close(self) -> None:
+        """Stop streaming (from any thread); no reconnect follows."""
+        self._closed = True
+        stream = self._stream
+        if stream is not None:
+            stream.close()
+
+    def __enter__(self) -> ResilientTaskStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the layers, as a generator -------------------------------------------------------------
+
+    def _generate(self) -> Iterator[StreamEvent]:
+        config = self._client.config
+        if self._message_to_send is not None:
+            stream = yield from self._open_send()
+        else:
+            stream = self._open_subscription()
+        if stream is None:
+            return
+        attempts = 0
+        while True:
+            try:
+                for event in stream:
+                    attempts = 0  # progress resets the budget
+                    if self._task_id is None:
+                        self._task_id = stream.task_id
+                    yield event
+                if stream.message is not None:
+                    self._reply = stream.message
+                return
+            except A2ASyncError as exc:
+                if self._closed or not _resumable(exc):
+                    raise
+                if self._task_id is None:
+                    self._task_id = stream.task_id
+                if self._task_id is None:
+                    # Cut before the agent named the task: only an opted-in resend of the
+                    # identical message may follow (the agent deduplicates by its id).
+                    if not self._resend or attempts >= config.max_transport_retries:
+                        raise self._unknown_outcome(exc) from exc
+                    attempts += 1
+                    self._client._sleep(config.reconnect_delay(attempts))
+                    assert self._agent is not None
+                    assert self._message_to_send is not None
+                    stream = self._agent.stream_message(self._message_to_send, **self._send_kwargs)
+                    self._stream = stream
+                    continue
+                self._snapshot = stream.task
+                failure = exc
+            # L2: resubscribe
+            stream = None
+            while stream is None and attempts < config.max_reconnect_attempts:
+                attempts += 1
+                self.reconnects += 1
+                self._client._sleep(config.reconnect_delay(attempts))
+                if self.closed:
+                    return
+                stream = yield from self._resubscribe()
+                if stream is _FINISHED:
+                    return
+            if stream is None:
+                logger.info(
+                    "stream of task %s could not be re-established (%s); polling",
+                    self._task_id,
+                    failure,
+                )
+                yield from self._poll()
+                return
+
+    def _open_send(self) -> Generator[StreamEvent, None, TaskStream | None]:
+        message = self._message_to_send
+        assert message is not None
+        client = self._client
+
+        def open_on(agent: A2AClient) -> TaskStream | Task:
+            card = agent.card
+            if card is not None and not card.capabilities.streaming:
+                # CR-07: the agent cannot stream; send and poll instead.
+                result = agent.send_message(
+                    message, return_immediately=True, idempotent=self._resend, **self._send_kwargs
+                )
+                if isinstance(result, Message):
+                    raise _ReplyMessage(result)
+                return result
+            return agent.stream_message(message, **self._send_kwargs)
+
+        try:
+            opened, self._agent = client._run(
+                open_on, self._agents, send=True, message=message, resend=self._resend
+            )
+        except _ReplyMessage as reply:
+            self._reply = reply.message
+            yield reply.message
+            return None
+        if isinstance(opened, Task):
+            self._task_id = opened.id
+            self._snapshot = opened
+            self.polled = True
+            yield opened
+            if not _settled(opened):
+                yield from self._poll()
+            return None
+        self._stream = opened
+        return opened
+
+    def _open_subscription(self) -> TaskStream:
+        assert self._task_id is not None
+        task_id = self._task_id
+        client = self._client
+        stream, self._agent = client._on_task_with_agent(
+            task_id, lambda agent: agent.subscribe(task_id)
+        )
+        self._stream = stream
+        return stream
+
+    def _resubscribe(self) -> Generator[StreamEvent, None, Any]:
+        """Returns the new stream, ``None`` to try again, or ``_FINISHED``."""
+        agent = self._agent
+        assert agent is not None
+        assert self._task_id is not None
+        try:
+            stream = agent.subscribe(self._task_id)
+            first = next(stream)
+        except UnsupportedOperation:
+            # CR-05: the task settled meanwhile; one GetTask gives its final state.
+            task = agent.get_task(self._task_id)
+            yield from self._deliver(task)
+            return _FINISHED
+        except StopIteration:
+            return None
+        except A2ASyncError as exc:
+            if not _resumable(exc):
+                raise
+            logger.debug("resubscribe to %s failed: %s", self._task_id, exc)
+            return None
+        if not isinstance(first, Task):
+            stream.close()
+            raise ProtocolError(
+                f"a subscription's first event must be the task, got {type(first).__name__}"
+            )
+        self._stream = stream
+        yield from self._deliver(first, keep_stream=True)
+        if _settled(first):
+            stream.close()
+            return _FINISHED
+        return stream
+
+    def _deliver(self, task: Task, *, keep_stream: bool = False) -> Iterator[StreamEvent]:
+        events = diff_events(self._snapshot, task)
+        self._snapshot = task
+        if not keep_stream:
+            self._stream = None
+        yield from events
+
+    def _poll(self) -> Iterator[StreamEvent]:
+        """L3 inside a stream: poll until the task settles, delivering each change."""
+        assert self._task_id is not None
+        self.polled = True
+        self._stream = None
+        config = self._client.config
+        deadline = self._client._clock() + config.task_timeout
+        polls = 0
+        while not self._closed:
+            try:
+                task = self._client.get_task(self._task_id)
+            except (TransportError, HTTPStatusError) as exc:
+                logger.debug("poll of %s failed: %s", self._task_id, exc)
+            else:
+                yield from self._deliver(task)
+                if _settled(task):
+                    return
+            polls += 1
+            remaining = deadline - self._client._clock()
+            if remaining <= 0:
+                raise TaskWaitTimeout(
+                    f"task {self._task_id} did not settle within {config.task_timeout} s of "
+                    "polling; wait_for_task() can resume the wait",
+                    task_id=self._task_id,
+                    timeout=config.task_timeout,
+                    task=self._snapshot,
+                )
+            self._client._sleep(min(config.poll.interval(polls), remaining))
+
+    def _unknown_outcome(self, exc: BaseException) -> A2ASyncError:
+        message = self._message_to_send
+        if message is None:
+            return exc if isinstance(exc, A2ASyncError) else ProtocolError(str(exc))
+        return OutcomeUnknown(
+            f"the stream for message {message.message_id} dropped before the agent named "
+            f"the task ({exc}); the message was not resent",
+            message_id=message.message_id,
+        )
+
+
+_FINISHED: Final[Any] = object()
+
+
+class _ReplyMessage(Exception):
+    def __init__(self, message: Message) -> None:
+        super().__init__("reply")
+        self.message = message
