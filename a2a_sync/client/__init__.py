@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from .auth import APIKey, BearerToken, Credentials
 from .client import A2AClient
+from .resilient import ResilientA2AClient, ResilientTaskStream
 from .stream import TaskStream
 
-__all__ = ["A2AClient", "APIKey", "BearerToken", "Credentials", "TaskStream"]
+__all__ = [
+    "A2AClient",
+    "APIKey",
+    "BearerToken",
+    "Credentials",
+    "ResilientA2AClient",
+    "ResilientTaskStream",
+    "TaskStream",
+]
