@@ -1,0 +1,231 @@
+"""a2a_sync — a blocking, thread-based SDK for A2A (Agent2Agent) and MCP.
+
+For notebooks, scripts and synchronous services (WSGI, Flask, Django, Celery) that
+cannot run an asyncio event loop: plain blocking calls, threads you can stop, timeouts
+that always hold, and one exception hierarchy (:mod:`a2a_sync.errors`).
+
+A2A client::
+
+    from a2a_sync import A2AClient
+    with A2AClient.from_url("http://127.0.0.1:8000") as client:
+        print(client.send_message("hello").text)
+
+The server (``A2AApplication``, ``serve``), signing helpers and the MCP client are
+imported on first use, so ``import a2a_sync`` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._version import __version__
+from .client import (
+    A2AClient,
+    APIKey,
+    BearerToken,
+    Credentials,
+    ResilientA2AClient,
+    ResilientTaskStream,
+    TaskStream,
+)
+from .errors import (
+    A2AError,
+    A2ASyncError,
+    AllAgentsFailed,
+    AuthRequired,
+    Cancelled,
+    ConfigurationError,
+    ConnectError,
+    ConnectionClosed,
+    ConnectionLost,
+    ConnectTimeout,
+    ContentTypeNotSupported,
+    DeadlineExceeded,
+    EmptyToolContent,
+    ExtendedAgentCardNotConfigured,
+    ExtensionSupportRequired,
+    HeaderMismatch,
+    HTTPStatusError,
+    InputRequired,
+    InternalError,
+    InvalidAgentResponse,
+    InvalidParams,
+    InvalidRequest,
+    MCPError,
+    MethodNotFound,
+    MissingRequiredClientCapability,
+    NoTextContent,
+    OutcomeUnknown,
+    ParseError,
+    ProtocolError,
+    PushNotificationNotSupported,
+    ReadTimeout,
+    RedirectRefused,
+    RequestTimeout,
+    ResourceNotFound,
+    ResponseTooLarge,
+    RPCError,
+    ServerProcessError,
+    SignatureError,
+    StreamInterrupted,
+    TaskCanceled,
+    TaskError,
+    TaskFailed,
+    TaskNotCancelable,
+    TaskNotFound,
+    TaskRejected,
+    TaskWaitTimeout,
+    ToolOutputError,
+    ToolOutputParseError,
+    TransportError,
+    UnsupportedOperation,
+    UnsupportedProtocolVersion,
+    URLElicitationRequired,
+    VersionNotSupported,
+)
+from .policies import PollPolicy, ReconnectPolicy, ResilienceConfig, RetryPolicy, Timeout
+from .types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentExtension,
+    AgentInterface,
+    AgentProvider,
+    AgentSkill,
+    Artifact,
+    AuthenticationInfo,
+    ListPushConfigsResult,
+    ListTasksResult,
+    Message,
+    Part,
+    PushNotificationConfig,
+    Role,
+    SendMessageConfiguration,
+    SendResult,
+    StreamEvent,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+
+if TYPE_CHECKING:
+    from .signing import sign_card, verify_card
+
+__all__ = [
+    "__version__",
+    # A2A client
+    "A2AClient",
+    "ResilientA2AClient",
+    "TaskStream",
+    "ResilientTaskStream",
+    "Credentials",
+    "BearerToken",
+    "APIKey",
+    # policies
+    "Timeout",
+    "RetryPolicy",
+    "ReconnectPolicy",
+    "PollPolicy",
+    "ResilienceConfig",
+    # A2A models
+    "AgentCard",
+    "AgentInterface",
+    "AgentCapabilities",
+    "AgentSkill",
+    "AgentProvider",
+    "AgentExtension",
+    "Message",
+    "Part",
+    "Role",
+    "Task",
+    "TaskState",
+    "TaskStatus",
+    "Artifact",
+    "TaskStatusUpdateEvent",
+    "TaskArtifactUpdateEvent",
+    "StreamEvent",
+    "SendResult",
+    "SendMessageConfiguration",
+    "PushNotificationConfig",
+    "AuthenticationInfo",
+    "ListTasksResult",
+    "ListPushConfigsResult",
+    # card signing (lazy)
+    "sign_card",
+    "verify_card",
+    # errors
+    "A2ASyncError",
+    "TransportError",
+    "ConnectError",
+    "ConnectionLost",
+    "RequestTimeout",
+    "ConnectTimeout",
+    "ReadTimeout",
+    "DeadlineExceeded",
+    "RedirectRefused",
+    "ResponseTooLarge",
+    "StreamInterrupted",
+    "Cancelled",
+    "HTTPStatusError",
+    "ProtocolError",
+    "SignatureError",
+    "ToolOutputError",
+    "EmptyToolContent",
+    "NoTextContent",
+    "ToolOutputParseError",
+    "RPCError",
+    "ParseError",
+    "InvalidRequest",
+    "MethodNotFound",
+    "InvalidParams",
+    "InternalError",
+    "A2AError",
+    "TaskNotFound",
+    "TaskNotCancelable",
+    "PushNotificationNotSupported",
+    "UnsupportedOperation",
+    "ContentTypeNotSupported",
+    "InvalidAgentResponse",
+    "ExtendedAgentCardNotConfigured",
+    "ExtensionSupportRequired",
+    "VersionNotSupported",
+    "MCPError",
+    "ResourceNotFound",
+    "HeaderMismatch",
+    "MissingRequiredClientCapability",
+    "UnsupportedProtocolVersion",
+    "URLElicitationRequired",
+    "TaskError",
+    "TaskFailed",
+    "TaskCanceled",
+    "TaskRejected",
+    "InputRequired",
+    "AuthRequired",
+    "TaskWaitTimeout",
+    "AllAgentsFailed",
+    "OutcomeUnknown",
+    "ConnectionClosed",
+    "ServerProcessError",
+    "ConfigurationError",
+]
+
+#: Public names whose modules load on first access (name -> module).
+_LAZY = {
+    "sign_card": ".signing",
+    "verify_card": ".signing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'a2a_sync' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
