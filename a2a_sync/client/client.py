@@ -642,6 +642,7 @@ class A2AClient:
             request_id=request_id,
             load_event=self._codec.load_stream_event,
             revision=self.revision,
+            fetch_task=self.get_task,
         )
 
     def _raise_rpc_error_in(self, exc: HTTPStatusError, request_id: int) -> None:

@@ -11,7 +11,7 @@ from .._accumulate import accumulate
 from .._jsonrpc import A2A_ERRORS, result_from_response
 from .._sse import SSEStream
 from ..errors import ProtocolError, StreamInterrupted
-from ..types import Message, StreamEvent, Task, TaskStatusUpdateEvent
+from ..types import Message, StreamEvent, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 
 __all__ = ["TaskStream"]
 
@@ -19,6 +19,8 @@ logger = logging.getLogger(__name__)
 
 #: Turns one JSON-RPC ``result`` of a stream into a model (the revision's codec).
 EventLoader = Callable[[Any], StreamEvent]
+#: Reads a task by id (the client's ``get_task``).
+TaskFetcher = Callable[[str], Task]
 
 
 class TaskStream:
@@ -30,7 +32,10 @@ class TaskStream:
     them. Iteration ends when the task reaches a terminal or interrupted state (A2A 0.3
     ``final``, A2A 1.0 stream close), or after a single reply message.
     :meth:`get_final_task` folds every update into the same :class:`Task` that
-    ``get_task`` returns.
+    ``get_task`` returns. (A stream that continues an existing task may start with
+    updates instead of the task, as a2a-sdk agents do; :attr:`task` then folds them onto
+    a stub that knows only this stream's events, and :meth:`get_final_task` reads the
+    stored task once the stream ended.)
 
     Iterate from one thread; :meth:`close` may be called from any thread and makes a
     blocked iteration stop promptly (with :class:`~a2a_sync.errors.Cancelled`). Use it
@@ -49,6 +54,7 @@ class TaskStream:
         request_id: int | str,
         load_event: EventLoader,
         revision: str,
+        fetch_task: TaskFetcher | None = None,
     ) -> None:
         self._sse = sse
         self._request_ids: set[int | str] = {request_id}
@@ -59,6 +65,8 @@ class TaskStream:
         self._message: Message | None = None
         self._task_id: str | None = None
         self._done = False
+        self._fetch_task = fetch_task
+        self._partial = False  # the stream began with an update, not with the task
         self._lock = threading.Lock()  # guards folding (task property vs iteration)
 
     # -- what the stream knows so far ------------------------------------------------------
@@ -147,6 +155,10 @@ class TaskStream:
         elif self._task_id is None:
             self._task_id = getattr(event, "task_id", None)
         with self._lock:
+            if self._snapshot is None and not self._unfolded and not isinstance(event, Task):
+                # A continued task's stream may start with updates: fold onto a stub.
+                self._partial = True
+                self._unfolded.append(_stub_task(event))
             self._unfolded.append(event)
         if _ends_stream(event):
             self._finish()
@@ -179,6 +191,11 @@ class TaskStream:
         snapshot = self.task
         if snapshot is None:
             raise ProtocolError("the stream ended without a task or message")
+        if self._partial and self._fetch_task is not None:
+            # The stream carried only this turn's updates; the agent has the whole task.
+            snapshot = self._fetch_task(snapshot.id)
+            with self._lock:
+                self._snapshot, self._partial = snapshot, False
         return snapshot
 
     def close(self) -> None:
@@ -195,6 +212,16 @@ class TaskStream:
     def __repr__(self) -> str:
         state = "done" if self._done else "open"
         return f"<TaskStream task_id={self._task_id!r} {state}>"
+
+
+def _stub_task(event: StreamEvent) -> Task:
+    """A task that knows only the ids of an update that arrived before any task."""
+    assert not isinstance(event, (Task, Message))
+    return Task(
+        id=event.task_id,
+        context_id=event.context_id,
+        status=TaskStatus(state=TaskState.unknown),
+    )
 
 
 def _settled(task: Task) -> bool:
