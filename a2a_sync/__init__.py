@@ -10,6 +10,12 @@ A2A client::
     with A2AClient.from_url("http://127.0.0.1:8000") as client:
         print(client.send_message("hello").text)
 
+MCP client::
+
+    from a2a_sync import MCPConnection
+    with MCPConnection.stdio(["python", "server.py"]) as conn:
+        print(conn.client().call_tool("add", {"a": 1, "b": 2}).structured_content)
+
 The server (``A2AApplication``, ``serve``), signing helpers and the MCP client are
 imported on first use, so ``import a2a_sync`` stays light.
 """
@@ -111,6 +117,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .mcp import MCPClient, MCPConnection, Subscription, ToolCall
     from .signing import sign_card, verify_card
 
 __all__ = [
@@ -155,6 +162,11 @@ __all__ = [
     # card signing (lazy)
     "sign_card",
     "verify_card",
+    # MCP client (lazy; the models live in a2a_sync.mcp)
+    "MCPConnection",
+    "MCPClient",
+    "ToolCall",
+    "Subscription",
     # errors
     "A2ASyncError",
     "TransportError",
@@ -215,6 +227,10 @@ __all__ = [
 _LAZY = {
     "sign_card": ".signing",
     "verify_card": ".signing",
+    "MCPConnection": ".mcp",
+    "MCPClient": ".mcp",
+    "ToolCall": ".mcp",
+    "Subscription": ".mcp",
 }
 
 

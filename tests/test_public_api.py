@@ -45,6 +45,10 @@ EXPECTED = {
     "ListPushConfigsResult",
     "sign_card",
     "verify_card",
+    "MCPConnection",
+    "MCPClient",
+    "ToolCall",
+    "Subscription",
     "A2ASyncError",
     "TransportError",
     "ConnectError",
@@ -120,7 +124,16 @@ def test_unknown_attributes_raise_attribute_error() -> None:
 
 
 def test_importing_the_package_does_not_import_heavy_optional_parts() -> None:
-    optional = ("waitress", "a2a", "mcp", "cryptography", "sqlite3", "a2a_sync.signing")
+    optional = (
+        "waitress",
+        "a2a",
+        "mcp",
+        "cryptography",
+        "sqlite3",
+        "a2a_sync.signing",
+        "a2a_sync.mcp",
+        "a2a_sync.server",
+    )
     code = f"import sys, a2a_sync; print([m for m in {optional!r} if m in sys.modules])"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
