@@ -1,0 +1,301 @@
+"""The task store interface: tasks, their ordered event logs, idempotency claims, push configs.
+
+A store keeps, per task, the current snapshot and the ordered **event log** that built it:
+sequence number 1 is the :class:`~a2a_sync.types.Task` the agent created, every later
+number is a status update, artifact update or task-bound message. Snapshots are never
+written directly: :meth:`TaskStore.append_event` folds the event into the snapshot with
+:func:`a2a_sync._accumulate.accumulate` (the same fold a client applies to a stream), so
+``GetTask`` always equals a folded stream.
+
+Everything a server needs to scale out is in the interface, so a store shared by several
+processes (PostgreSQL with ``LISTEN``/``NOTIFY``) drops in without changes elsewhere:
+
+* reads are scoped by principal (another caller's task does not exist for you);
+* :meth:`TaskStore.subscribe` gives a :class:`~a2a_sync.server.events.Subscription`
+  that follows a task's log from a sequence number, wherever the events are appended;
+* :meth:`TaskStore.claim_message` is the atomic idempotency key
+  ``(principal, message_id) -> task id``;
+* :meth:`TaskStore.events_after` reads the log (the subscription's catch-up path).
+
+Stores are shared by every request thread and must be thread-safe.
+"""
+
+from __future__ import annotations
+
+import abc
+import base64
+import binascii
+import json
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from typing import Final
+
+import attrs
+
+from ...errors import InvalidParams
+from ...types import (
+    ListTasksParams,
+    ListTasksResult,
+    PushNotificationConfig,
+    StreamEvent,
+    Task,
+    TaskState,
+    TaskStatusUpdateEvent,
+)
+from ..events import LogEntry, Subscription
+
+__all__ = [
+    "ANONYMOUS",
+    "DEFAULT_PAGE_SIZE",
+    "MAX_PAGE_SIZE",
+    "PageToken",
+    "StoredPushConfig",
+    "StoredTask",
+    "TaskStore",
+    "is_final",
+    "status_time",
+]
+
+#: The principal of callers the authentication hook did not identify.
+ANONYMOUS: Final = ""
+#: ListTasks page size when the caller names none (what a2a-sdk uses).
+DEFAULT_PAGE_SIZE: Final = 50
+#: Largest ListTasks page (A2A 1.0 §3.1.4; a2a-sdk refuses more than 100 too).
+MAX_PAGE_SIZE: Final = 100
+
+
+@attrs.frozen
+class StoredTask:
+    """A task snapshot as stored.
+
+    Attributes:
+        task: The snapshot (all history and artifacts).
+        seq: Sequence number of the last event folded into it.
+        principal: Who owns the task.
+    """
+
+    task: Task
+    seq: int
+    principal: str
+
+
+@attrs.frozen
+class StoredPushConfig:
+    """A webhook registration and the wire revision its notifications use.
+
+    Attributes:
+        config: The config (``task_id`` and ``id`` set).
+        revision: ``"1.0"`` (body: a StreamResponse per event) or ``"0.3"`` (body: the
+            Task) — the revision of the call that registered it.
+    """
+
+    config: PushNotificationConfig
+    revision: str
+
+
+def is_final(event: StreamEvent) -> bool:
+    """True for events after which the task waits: terminal or interrupted states."""
+    if isinstance(event, (Task, TaskStatusUpdateEvent)):
+        state = event.status.state
+        return state.is_terminal or state.is_interrupted
+    return False
+
+
+def status_time(task: Task) -> datetime:
+    """The instant a task's status was entered (its timestamp; epoch when unset)."""
+    stamp = task.status.timestamp
+    if stamp is None:
+        return _EPOCH
+    return stamp if stamp.tzinfo is not None else stamp.replace(tzinfo=timezone.utc)
+
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+@attrs.frozen
+class PageToken:
+    """Where a ListTasks page ends: the sort key of its last task.
+
+    Tasks are listed by status time, newest first, ties by id descending; the next page
+    starts strictly after ``(micros, task_id)``. The token is opaque to clients.
+    """
+
+    micros: int
+    task_id: str
+
+    def encode(self) -> str:
+        """The token as sent to the client."""
+        raw = json.dumps([self.micros, self.task_id], separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+    @classmethod
+    def decode(cls, token: str) -> PageToken:
+        """Read a client's token.
+
+        Raises:
+            InvalidParams: The token was not issued by this server.
+        """
+        try:
+            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+            micros, task_id = json.loads(raw)
+        except (ValueError, TypeError, binascii.Error) as exc:
+            raise InvalidParams("invalid pageToken") from exc
+        if isinstance(micros, bool) or not isinstance(micros, int) or not isinstance(task_id, str):
+            raise InvalidParams("invalid pageToken")
+        return cls(micros, task_id)
+
+    @classmethod
+    def after(cls, task: Task) -> PageToken:
+        """The token that continues after ``task``."""
+        return cls(micros_of(status_time(task)), task.id)
+
+
+def micros_of(moment: datetime) -> int:
+    """Microseconds since the epoch (UTC)."""
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def page(tasks: Iterable[Task], params: ListTasksParams) -> ListTasksResult:
+    """Filter, sort and cut one ListTasks page out of a principal's tasks (in memory).
+
+    ``params.page_size`` must be validated already (1 .. :data:`MAX_PAGE_SIZE` or None).
+    """
+    after_micros = (
+        micros_of(params.status_timestamp_after)
+        if params.status_timestamp_after is not None
+        else None
+    )
+    keyed = []
+    for task in tasks:
+        if params.context_id and task.context_id != params.context_id:
+            continue
+        if (
+            params.status not in (None, TaskState.unknown)
+            and task.status.state is not params.status
+        ):
+            continue
+        micros = micros_of(status_time(task))
+        if after_micros is not None and micros <= after_micros:
+            continue
+        keyed.append(((micros, task.id), task))
+    keyed.sort(key=lambda pair: pair[0], reverse=True)
+    total = len(keyed)
+    if params.page_token:
+        token = PageToken.decode(params.page_token)
+        bound = (token.micros, token.task_id)
+        keyed = [pair for pair in keyed if pair[0] < bound]
+    size = params.page_size or DEFAULT_PAGE_SIZE
+    chosen = [task for _, task in keyed[:size]]
+    next_token = PageToken.after(chosen[-1]).encode() if len(keyed) > size else ""
+    return ListTasksResult(
+        tasks=chosen, next_page_token=next_token, page_size=size, total_size=total
+    )
+
+
+class TaskStore(abc.ABC):
+    """Where tasks, their event logs, idempotency claims and push configs live.
+
+    Implementations: :class:`~a2a_sync.server.stores.memory.InMemoryTaskStore`,
+    :class:`~a2a_sync.server.stores.sqlite.SQLiteTaskStore`. All methods are thread-safe.
+    ``principal`` arguments scope reads: a task owned by another principal is reported
+    as absent (``None``), never as "forbidden", so ids cannot be probed.
+    """
+
+    # -- tasks and their event logs ----------------------------------------------------------
+
+    @abc.abstractmethod
+    def create_task(self, task: Task, *, principal: str) -> StoredTask:
+        """Store a new task; the task itself becomes event 1 of its log.
+
+        Raises:
+            ConfigurationError: A task with this id exists already.
+        """
+
+    @abc.abstractmethod
+    def append_event(self, task_id: str, event: StreamEvent) -> StoredTask:
+        """Fold ``event`` into the task, append it to the log and notify subscribers.
+
+        Durable stores make terminal and interrupted states (and the task's creation)
+        durable before returning: a client told "completed" can rely on it after a
+        restart.
+
+        Returns:
+            The new snapshot and the event's sequence number.
+
+        Raises:
+            TaskNotFound: No such task.
+            ProtocolError: The event cannot follow the snapshot (an append to an unknown
+                artifact, an update for another task).
+        """
+
+    @abc.abstractmethod
+    def get_task(self, task_id: str, *, principal: str | None) -> StoredTask | None:
+        """The current snapshot, or ``None`` (absent, or owned by another principal).
+
+        ``principal=None`` reads without scoping (the server's own bookkeeping).
+        """
+
+    @abc.abstractmethod
+    def events_after(self, task_id: str, after_seq: int) -> list[LogEntry]:
+        """The task's log entries after ``after_seq``, in order (empty: none, or no task)."""
+
+    @abc.abstractmethod
+    def subscribe(self, task_id: str, *, after_seq: int) -> Subscription:
+        """Follow the task's log: every event after ``after_seq``, in order.
+
+        The task need not exist yet (a stream may subscribe before the agent creates
+        it). Close the subscription when done.
+        """
+
+    @abc.abstractmethod
+    def list_tasks(self, params: ListTasksParams, *, principal: str) -> ListTasksResult:
+        """One page of the principal's tasks, newest status first.
+
+        ``params.page_size`` is validated by the caller. History and artifacts are
+        returned in full (the handler trims them).
+
+        Raises:
+            InvalidParams: The page token is not one this store issued.
+        """
+
+    # -- idempotent sends ------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def claim_message(self, principal: str, message_id: str, task_id: str) -> str | None:
+        """Atomically bind ``(principal, message_id)`` to ``task_id`` unless already bound.
+
+        Returns:
+            ``None`` when the claim is new (the caller runs the agent), else the task id
+            the message was bound to before (the caller answers with that task).
+        """
+
+    # -- push notification configs ---------------------------------------------------------
+
+    @abc.abstractmethod
+    def set_push_config(self, config: PushNotificationConfig, *, revision: str) -> StoredPushConfig:
+        """Create or replace a task's webhook config (``config.task_id`` and ``config.id``
+        must be set; the caller checked the task's owner)."""
+
+    @abc.abstractmethod
+    def get_push_config(self, task_id: str, config_id: str) -> StoredPushConfig | None:
+        """One config of a task, or ``None``."""
+
+    @abc.abstractmethod
+    def list_push_configs(self, task_id: str) -> list[StoredPushConfig]:
+        """Every config of a task, in creation order."""
+
+    @abc.abstractmethod
+    def delete_push_config(self, task_id: str, config_id: str) -> bool:
+        """Remove a config; ``False`` when there was none."""
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
+        """Release resources and interrupt subscriptions. Idempotent."""
+
+    def __enter__(self) -> TaskStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,562 @@
+"""A durable task store in one SQLite file: the embedded default of ``a2a_sync.serve``.
+
+Request threads never wait for the disk on the hot path: they fold events into an
+in-memory cache of live tasks and hand the writes to one writer thread, which commits
+them in batches (one transaction per batch, the latest snapshot of each task written
+once). Only the moments a client may rely on are made durable before the call returns:
+a task's creation, and every terminal (completed, failed, canceled, rejected) or
+interrupted (input-required, auth-required) state. So a finished task survives a restart
+or a crash of the process; a crash may lose intermediate ``working`` updates and
+artifact chunks of tasks that were still running (their agents died with the process).
+
+The file uses WAL journaling with ``synchronous=NORMAL``: a commit survives a process
+crash; only an operating-system crash or power loss may roll back the last commits. On
+opening, tasks left ``submitted`` or ``working`` by a previous process are marked
+``failed`` (their agent is gone), so no client polls them forever.
+
+One process per file: several processes writing one SQLite file would each keep their
+own cache. Scale out with a shared store (PostgreSQL) instead.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any, Final
+
+from ..._accumulate import accumulate
+from ..._codec import V1_0
+from ..._jsonrpc import decode_json, encode
+from ...errors import ConfigurationError, InternalError, TaskNotFound
+from ...types import (
+    ListTasksParams,
+    ListTasksResult,
+    Message,
+    PushNotificationConfig,
+    StreamEvent,
+    Task,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from ..events import DEFAULT_SUBSCRIBER_BUFFER, EventBroker, LogEntry, Subscription
+from .base import (
+    DEFAULT_PAGE_SIZE,
+    PageToken,
+    StoredPushConfig,
+    StoredTask,
+    TaskStore,
+    is_final,
+    micros_of,
+    status_time,
+)
+
+__all__ = ["SQLiteTaskStore"]
+
+logger = logging.getLogger(__name__)
+
+#: Live tasks kept in memory (beyond those with writes in flight, which always stay).
+#: A running task is served from here; older ones are read back from the file.
+DEFAULT_CACHE_SIZE: Final = 4096
+#: Idempotency claims remembered in memory; older ones are looked up in the file.
+CLAIM_CACHE_SIZE: Final = 65536
+#: Writes committed in one transaction at most.
+WRITE_BATCH: Final = 512
+#: Longest wait for a durable write before the call fails (a stuck disk, not a busy one).
+DURABLE_WRITE_TIMEOUT: Final = 30.0
+#: How long close() waits for the writer thread to commit what is queued.
+CLOSE_TIMEOUT: Final = 10.0
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS a2a_tasks (
+    id TEXT PRIMARY KEY,
+    principal TEXT NOT NULL,
+    context_id TEXT,
+    state TEXT NOT NULL,
+    status_micros INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    snapshot BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_tasks_by_principal
+    ON a2a_tasks (principal, status_micros DESC, id DESC);
+CREATE TABLE IF NOT EXISTS a2a_events (
+    task_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event BLOB NOT NULL,
+    PRIMARY KEY (task_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS a2a_claims (
+    principal TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    PRIMARY KEY (principal, message_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS a2a_push_configs (
+    task_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    revision TEXT NOT NULL,
+    config BLOB NOT NULL,
+    created INTEGER NOT NULL,
+    PRIMARY KEY (task_id, id)
+);
+"""
+
+_MAX_SEQ: Final = 2**62
+_ORPHAN_MESSAGE: Final = "The server restarted while this task was running."
+
+
+class _Record:
+    """A cached task: snapshot plus the log entries appended since it was loaded."""
+
+    __slots__ = ("base", "committed", "events", "principal", "task")
+
+    def __init__(self, task: Task, principal: str, base: int) -> None:
+        self.task = task
+        self.principal = principal
+        self.base = base  # entries up to this seq are in the file
+        self.events: list[StreamEvent] = []  # seq base+1, base+2, ...
+        self.committed = base  # highest seq known to be committed
+
+    @property
+    def seq(self) -> int:
+        return self.base + len(self.events)
+
+
+class _Op:
+    """One unit of work for the writer thread (``committed`` runs after its commit)."""
+
+    __slots__ = ("apply", "committed", "done", "error")
+
+    def __init__(
+        self,
+        apply: Callable[[sqlite3.Connection], None],
+        *,
+        wait: bool,
+        committed: Callable[[], None] | None = None,
+    ) -> None:
+        self.apply = apply
+        self.committed = committed
+        self.done = threading.Event() if wait else None
+        self.error: BaseException | None = None
+
+
+class SQLiteTaskStore(TaskStore):
+    """Tasks, event logs, claims and push configs in one SQLite file.
+
+    Thread-safe. One lock guards the cache; one writer thread owns the write connection;
+    reads of tasks not in the cache use a second connection under its own lock.
+
+    Args:
+        path: The database file (created if missing). ``":memory:"`` is refused: use
+            :class:`~a2a_sync.server.stores.memory.InMemoryTaskStore`.
+        cache_size: Tasks kept in memory besides those with writes in flight.
+        fail_orphans: Mark tasks left ``submitted``/``working`` by a previous process as
+            ``failed`` when opening.
+        subscriber_buffer: Events buffered per subscriber before it re-reads the log.
+
+    Raises:
+        ConfigurationError: The file cannot be opened as a task store.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        fail_orphans: bool = True,
+        subscriber_buffer: int = DEFAULT_SUBSCRIBER_BUFFER,
+    ) -> None:
+        if path in ("", ":memory:"):
+            raise ConfigurationError("SQLiteTaskStore needs a file; use InMemoryTaskStore")
+        self.path = path
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._cache: collections.OrderedDict[str, _Record] = collections.OrderedDict()
+        self._claims: collections.OrderedDict[tuple[str, str], str] = collections.OrderedDict()
+        self._broker = EventBroker(buffer=subscriber_buffer)
+        self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
+        self._closed = False
+        try:
+            self._writer_db = self._connect()
+            self._writer_db.executescript(_SCHEMA)
+            self._reader_db = self._connect()
+        except sqlite3.Error as exc:
+            raise ConfigurationError(f"cannot open task store {path!r}: {exc}") from exc
+        self._reader_lock = threading.Lock()
+        self._writer = threading.Thread(
+            target=self._write_loop, name="a2a-sync-sqlite-writer", daemon=True
+        )
+        self._writer.start()
+        if fail_orphans:
+            self._fail_orphans()
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA busy_timeout=5000")
+        return db
+
+    # -- tasks -----------------------------------------------------------------------------
+
+    def create_task(self, task: Task, *, principal: str) -> StoredTask:
+        with self._lock:
+            self._check_open()
+            if task.id in self._cache or self._read_record(task.id) is not None:
+                raise ConfigurationError(f"task {task.id!r} exists already")
+            record = _Record(task, principal, 0)
+            record.events.append(task)
+            self._cache[task.id] = record
+            op = self._enqueue_event(record, 1, task, wait=True)
+        self._await(op)
+        self._broker.publish(task.id, 1, task)
+        return StoredTask(task, 1, principal)
+
+    def append_event(self, task_id: str, event: StreamEvent) -> StoredTask:
+        durable = is_final(event)
+        with self._lock:
+            self._check_open()
+            record = self._record(task_id)
+            if record is None:
+                raise TaskNotFound()
+            record.task = accumulate(record.task, event)
+            record.events.append(event)
+            seq = record.seq
+            stored = StoredTask(record.task, seq, record.principal)
+            op = self._enqueue_event(record, seq, event, wait=durable)
+            if not durable:
+                self._broker.publish(task_id, seq, event)
+        if durable:
+            self._await(op)
+            with self._lock:  # publish in log order relative to later appends
+                self._broker.publish(task_id, seq, event)
+        return stored
+
+    def get_task(self, task_id: str, *, principal: str | None) -> StoredTask | None:
+        with self._lock:
+            record = self._record(task_id)
+            if record is None or (principal is not None and record.principal != principal):
+                return None
+            return StoredTask(record.task, record.seq, record.principal)
+
+    def events_after(self, task_id: str, after_seq: int) -> list[LogEntry]:
+        with self._lock:
+            record = self._cache.get(task_id)
+            if record is not None and after_seq >= record.base:
+                start = after_seq - record.base
+                return [
+                    (record.base + i + 1, record.events[i])
+                    for i in range(start, len(record.events))
+                ]
+            tail = (
+                [(record.base + i + 1, e) for i, e in enumerate(record.events)]
+                if record is not None
+                else []
+            )
+            upto = record.base if record is not None else None
+        rows = self._read(
+            "SELECT seq, event FROM a2a_events WHERE task_id = ? AND seq > ? AND seq <= ?"
+            " ORDER BY seq",
+            (task_id, after_seq, upto if upto is not None else _MAX_SEQ),
+        )
+        return [(seq, V1_0.load_stream_event(decode_json(blob))) for seq, blob in rows] + tail
+
+    def subscribe(self, task_id: str, *, after_seq: int) -> Subscription:
+        return self._broker.subscribe(task_id, after_seq, self.events_after)
+
+    def list_tasks(self, params: ListTasksParams, *, principal: str) -> ListTasksResult:
+        self._flush()
+        where = ["principal = ?"]
+        args: list[Any] = [principal]
+        if params.context_id:
+            where.append("context_id = ?")
+            args.append(params.context_id)
+        if params.status is not None and params.status is not TaskState.unknown:
+            where.append("state = ?")
+            args.append(params.status.value)
+        if params.status_timestamp_after is not None:
+            where.append("status_micros > ?")
+            args.append(micros_of(params.status_timestamp_after))
+        # Only the constant clauses above are joined in; values are bound parameters.
+        total = self._read(f"SELECT COUNT(*) FROM a2a_tasks WHERE {' AND '.join(where)}", args)  # noqa: S608
+        if params.page_token:
+            token = PageToken.decode(params.page_token)
+            where.append("(status_micros < ? OR (status_micros = ? AND id < ?))")
+            args += [token.micros, token.micros, token.task_id]
+        size = params.page_size or DEFAULT_PAGE_SIZE
+        rows = self._read(
+            f"SELECT snapshot FROM a2a_tasks WHERE {' AND '.join(where)}"  # noqa: S608
+            " ORDER BY status_micros DESC, id DESC LIMIT ?",
+            [*args, size + 1],
+        )
+        tasks = [V1_0.load_task(decode_json(blob)) for (blob,) in rows[:size]]
+        next_token = PageToken.after(tasks[-1]).encode() if len(rows) > size else ""
+        return ListTasksResult(
+            tasks=tasks, next_page_token=next_token, page_size=size, total_size=total[0][0]
+        )
+
+    # -- claims ----------------------------------------------------------------------------
+
+    def claim_message(self, principal: str, message_id: str, task_id: str) -> str | None:
+        key = (principal, message_id)
+        with self._lock:
+            self._check_open()
+            existing = self._claims.get(key)
+            if existing is None:
+                rows = self._read(
+                    "SELECT task_id FROM a2a_claims WHERE principal = ? AND message_id = ?", key
+                )
+                existing = rows[0][0] if rows else None
+            if existing is not None:
+                return str(existing)
+            self._claims[key] = task_id
+            if len(self._claims) > CLAIM_CACHE_SIZE:
+                self._claims.popitem(last=False)
+
+            def write(db: sqlite3.Connection) -> None:
+                db.execute(
+                    "INSERT OR IGNORE INTO a2a_claims (principal, message_id, task_id)"
+                    " VALUES (?, ?, ?)",
+                    (principal, message_id, task_id),
+                )
+
+            self._queue.put(_Op(write, wait=False))
+        return None
+
+    # -- push configs ------------------------------------------------------------------------
+
+    def set_push_config(self, config: PushNotificationConfig, *, revision: str) -> StoredPushConfig:
+        if config.task_id is None or config.id is None:
+            raise ConfigurationError("a stored push config needs task_id and id")
+        blob = encode(V1_0.dump(config))
+        task_id, config_id = config.task_id, config.id
+
+        def write(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT INTO a2a_push_configs (task_id, id, revision, config, created)"
+                " VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(created), 0) + 1 FROM a2a_push_configs))"
+                " ON CONFLICT (task_id, id) DO UPDATE SET revision = excluded.revision,"
+                " config = excluded.config",
+                (task_id, config_id, revision, blob),
+            )
+
+        self._await(self._submit(write, wait=True))
+        return StoredPushConfig(config, revision)
+
+    def get_push_config(self, task_id: str, config_id: str) -> StoredPushConfig | None:
+        rows = self._read(
+            "SELECT config, revision FROM a2a_push_configs WHERE task_id = ? AND id = ?",
+            (task_id, config_id),
+        )
+        return self._push_config(*rows[0]) if rows else None
+
+    def list_push_configs(self, task_id: str) -> list[StoredPushConfig]:
+        rows = self._read(
+            "SELECT config, revision FROM a2a_push_configs WHERE task_id = ? ORDER BY created",
+            (task_id,),
+        )
+        return [self._push_config(blob, revision) for blob, revision in rows]
+
+    def delete_push_config(self, task_id: str, config_id: str) -> bool:
+        deleted: list[int] = []
+
+        def write(db: sqlite3.Connection) -> None:
+            cursor = db.execute(
+                "DELETE FROM a2a_push_configs WHERE task_id = ? AND id = ?", (task_id, config_id)
+            )
+            deleted.append(cursor.rowcount)
+
+        self._await(self._submit(write, wait=True))
+        return bool(deleted and deleted[0])
+
+    @staticmethod
+    def _push_config(blob: bytes, revision: str) -> StoredPushConfig:
+        return StoredPushConfig(V1_0.load_push_config(decode_json(blob)), revision)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Commit queued writes, stop the writer thread, close the file. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._broker.close()
+        self._queue.put(None)
+        self._writer.join(CLOSE_TIMEOUT)
+        if self._writer.is_alive():
+            logger.error("task store writer did not finish within %s s", CLOSE_TIMEOUT)
+            return
+        with self._reader_lock:
+            self._reader_db.close()
+        self._writer_db.close()
+
+    def __repr__(self) -> str:
+        return f"<SQLiteTaskStore {self.path!r} cached={len(self._cache)}>"
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InternalError("task store is closed")
+
+    def _record(self, task_id: str) -> _Record | None:
+        """The cached record, loading it from the file on a miss (lock held)."""
+        record = self._cache.get(task_id)
+        if record is not None:
+            self._cache.move_to_end(task_id)
+            return record
+        record = self._read_record(task_id)
+        if record is not None:
+            self._cache[task_id] = record
+            self._evict()
+        return record
+
+    def _read_record(self, task_id: str) -> _Record | None:
+        rows = self._read("SELECT snapshot, principal, seq FROM a2a_tasks WHERE id = ?", (task_id,))
+        if not rows:
+            return None
+        blob, principal, seq = rows[0]
+        return _Record(V1_0.load_task(decode_json(blob)), principal, seq)
+
+    def _evict(self) -> None:
+        excess = len(self._cache) - self._cache_size
+        if excess <= 0:
+            return
+        for task_id in list(self._cache)[: excess * 2]:
+            record = self._cache[task_id]
+            if record.committed == record.seq:  # nothing in flight: the file has it all
+                del self._cache[task_id]
+                excess -= 1
+                if not excess:
+                    return
+
+    def _enqueue_event(self, record: _Record, seq: int, event: StreamEvent, *, wait: bool) -> _Op:
+        task = record.task
+        task_id = task.id
+        principal = record.principal
+
+        def write(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT INTO a2a_events (task_id, seq, event) VALUES (?, ?, ?)",
+                (task_id, seq, encode(V1_0.dump_stream_event(event))),
+            )
+            db.execute(
+                "INSERT INTO a2a_tasks"
+                " (id, principal, context_id, state, status_micros, seq, snapshot)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (id) DO UPDATE SET state = excluded.state,"
+                " status_micros = excluded.status_micros, seq = excluded.seq,"
+                " snapshot = excluded.snapshot WHERE excluded.seq > a2a_tasks.seq",
+                (
+                    task_id,
+                    principal,
+                    task.context_id,
+                    task.status.state.value,
+                    micros_of(status_time(task)),
+                    seq,
+                    encode(V1_0.dump_task(task)),
+                ),
+            )
+
+        def committed() -> None:
+            with self._lock:
+                record.committed = max(record.committed, seq)
+                if len(self._cache) > self._cache_size:
+                    self._evict()
+
+        op = _Op(write, wait=wait, committed=committed)
+        self._queue.put(op)
+        return op
+
+    def _submit(self, apply: Callable[[sqlite3.Connection], None], *, wait: bool) -> _Op:
+        with self._lock:
+            self._check_open()
+            op = _Op(apply, wait=wait)
+            self._queue.put(op)
+        return op
+
+    def _await(self, op: _Op) -> None:
+        if op.done is None:
+            return
+        if not op.done.wait(DURABLE_WRITE_TIMEOUT):
+            raise InternalError("task store write timed out")
+        if op.error is not None:
+            raise InternalError("task store write failed") from op.error
+
+    def _flush(self) -> None:
+        """Wait until everything queued so far is committed."""
+        self._await(self._submit(lambda db: None, wait=True))
+
+    def _read(self, sql: str, args: Any) -> list[Any]:
+        with self._reader_lock:
+            try:
+                return self._reader_db.execute(sql, args).fetchall()
+            except sqlite3.Error as exc:
+                raise InternalError("task store read failed") from exc
+
+    def _write_loop(self) -> None:
+        db = self._writer_db
+        while True:
+            op = self._queue.get()
+            if op is None:
+                return
+            batch = [op]
+            stop = False
+            while len(batch) < WRITE_BATCH:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stop = True
+                    break
+                batch.append(more)
+            self._commit(db, batch)
+            if stop:
+                return
+
+    def _commit(self, db: sqlite3.Connection, batch: list[_Op]) -> None:
+        try:
+            db.execute("BEGIN")
+            for op in batch:
+                op.apply(db)
+            db.execute("COMMIT")
+        except Exception as exc:  # top of the writer thread: log, hand the error to waiters
+            logger.exception("task store: writing %d operations failed", len(batch))
+            try:
+                db.execute("ROLLBACK")
+            except sqlite3.Error:
+                logger.debug("rollback after a failed batch failed too", exc_info=True)
+            for op in batch:
+                op.error = exc
+        else:
+            for op in batch:
+                if op.committed is not None:
+                    op.committed()
+        for op in batch:
+            if op.done is not None:
+                op.done.set()
+
+    def _fail_orphans(self) -> None:
+        rows = self._read(
+            "SELECT id FROM a2a_tasks WHERE state IN (?, ?)",
+            (TaskState.submitted.value, TaskState.working.value),
+        )
+        for (task_id,) in rows:
+            stored = self.get_task(task_id, principal=None)
+            if stored is None:
+                continue
+            task = stored.task
+            note = Message.agent(_ORPHAN_MESSAGE, task_id=task.id, context_id=task.context_id)
+            event = TaskStatusUpdateEvent(
+                task_id=task.id,
+                context_id=task.context_id or "",
+                status=TaskStatus.now(TaskState.failed, note),
+            )
+            logger.warning("task %s was left running by a previous process: failed", task_id)
+            self.append_event(task_id, event)
