@@ -114,6 +114,11 @@ class TaskStream:
         while True:
             try:
                 sse_event = self._sse.next_event()
+            except StreamInterrupted as exc:
+                self._finish()
+                if exc.task_id is None:  # the SSE layer does not know the task
+                    exc.task_id = self._task_id
+                raise
             except BaseException:
                 self._finish()
                 raise
