@@ -32,7 +32,7 @@ from typing import Final
 
 import attrs
 
-from ...errors import InvalidParams
+from ...errors import InvalidParams, UnsupportedOperation
 from ...types import (
     ListTasksParams,
     ListTasksResult,
@@ -52,6 +52,7 @@ __all__ = [
     "StoredPushConfig",
     "StoredTask",
     "TaskStore",
+    "check_open",
     "is_final",
     "status_time",
 ]
@@ -99,6 +100,17 @@ def is_final(event: StreamEvent) -> bool:
         state = event.status.state
         return state.is_terminal or state.is_interrupted
     return False
+
+
+def check_open(task: Task) -> None:
+    """Refuse events for a task that reached a terminal state (stores call it atomically
+    with the append, so no event slips in after ``completed`` or ``canceled``).
+
+    Raises:
+        UnsupportedOperation: The task is terminal.
+    """
+    if task.status.state.is_terminal:
+        raise UnsupportedOperation(f"task is already {task.status.state.value}")
 
 
 def status_time(task: Task) -> datetime:
@@ -225,6 +237,7 @@ class TaskStore(abc.ABC):
 
         Raises:
             TaskNotFound: No such task.
+            UnsupportedOperation: The task is in a terminal state already.
             ProtocolError: The event cannot follow the snapshot (an append to an unknown
                 artifact, an update for another task).
         """

@@ -8,7 +8,7 @@ from ..._accumulate import accumulate
 from ...errors import ConfigurationError, TaskNotFound
 from ...types import ListTasksParams, ListTasksResult, PushNotificationConfig, StreamEvent, Task
 from ..events import DEFAULT_SUBSCRIBER_BUFFER, EventBroker, LogEntry, Subscription
-from .base import StoredPushConfig, StoredTask, TaskStore, page
+from .base import StoredPushConfig, StoredTask, TaskStore, check_open, page
 
 __all__ = ["InMemoryTaskStore"]
 
@@ -54,6 +54,7 @@ class InMemoryTaskStore(TaskStore):
             record = self._tasks.get(task_id)
             if record is None:
                 raise TaskNotFound()
+            check_open(record.task)
             record.task = accumulate(record.task, event)
             record.log.append(event)
             seq = len(record.log)

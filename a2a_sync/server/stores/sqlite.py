@@ -50,6 +50,7 @@ from .base import (
     StoredPushConfig,
     StoredTask,
     TaskStore,
+    check_open,
     is_final,
     micros_of,
     status_time,
@@ -223,6 +224,7 @@ class SQLiteTaskStore(TaskStore):
             record = self._record(task_id)
             if record is None:
                 raise TaskNotFound()
+            check_open(record.task)
             record.task = accumulate(record.task, event)
             record.events.append(event)
             seq = record.seq

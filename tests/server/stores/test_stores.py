@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from a2a_sync._accumulate import accumulate
-from a2a_sync.errors import InvalidParams, ProtocolError, TaskNotFound
+from a2a_sync.errors import InvalidParams, ProtocolError, TaskNotFound, UnsupportedOperation
 from a2a_sync.server.stores import InMemoryTaskStore, SQLiteTaskStore, TaskStore
 from a2a_sync.types import (
     Artifact,
@@ -326,3 +326,13 @@ def test_concurrent_appenders_lose_no_update(store: TaskStore) -> None:
     for i in range(8):  # each writer's chunks keep their order
         mine = [p for p in pieces if p.startswith(f"{i}.")]
         assert mine == [f"{i}.{j}" for j in range(20)]
+
+
+def test_no_event_is_accepted_after_a_terminal_state(store: TaskStore) -> None:
+    store.create_task(new_task(), principal="")
+    run_events(store)
+    with pytest.raises(UnsupportedOperation):
+        store.append_event("t1", status("t1", TaskState.working))
+    stored = store.get_task("t1", principal="")
+    assert stored is not None
+    assert stored.task.status.state is TaskState.completed

@@ -1,0 +1,107 @@
+"""A bounded pool of named daemon threads that runs agent executors."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Final
+
+from ..errors import ConfigurationError, InternalError
+
+__all__ = ["DEFAULT_WORKERS", "WorkerPool"]
+
+logger = logging.getLogger(__name__)
+
+#: Executor threads when the application names none: enough for a handful of slow agents
+#: (most time is spent waiting on models or tools), few enough to stay cheap when idle.
+DEFAULT_WORKERS: Final = 16
+
+
+class WorkerPool:
+    """Runs callables on at most ``max_workers`` daemon threads, started on demand.
+
+    Unlike :class:`concurrent.futures.ThreadPoolExecutor` the threads are daemons (an
+    agent stuck in a call never blocks interpreter exit) and :meth:`shutdown` waits a
+    bounded time. Work beyond ``max_workers`` waits in a queue. Thread-safe.
+
+    Args:
+        max_workers: Most threads running at once.
+        name: Thread name prefix.
+    """
+
+    def __init__(self, max_workers: int = DEFAULT_WORKERS, *, name: str = "a2a-sync-agent") -> None:
+        if max_workers < 1:
+            raise ConfigurationError("max_workers must be at least 1")
+        self.max_workers = max_workers
+        self._name = name
+        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+        self._numbers = itertools.count(1)
+        self._closed = False
+
+    def submit(self, work: Callable[[], None]) -> None:
+        """Run ``work()`` on a pool thread. Exceptions are logged, never raised here.
+
+        Raises:
+            InternalError: The pool is shut down.
+        """
+        with self._lock:
+            if self._closed:
+                raise InternalError("the server is shutting down")
+            self._queue.put(work)
+            if self._idle > 0:
+                self._idle -= 1
+                return
+            if len(self._threads) < self.max_workers:
+                thread = threading.Thread(
+                    target=self._run, name=f"{self._name}-{next(self._numbers)}", daemon=True
+                )
+                self._threads.append(thread)
+                thread.start()
+
+    def _run(self) -> None:
+        while True:
+            work = self._queue.get()
+            if work is None:
+                return
+            try:
+                work()
+            except Exception:  # top of a pool thread: log and keep serving
+                logger.exception("agent work failed")
+            with self._lock:
+                self._idle += 1
+
+    def shutdown(self, timeout: float) -> bool:
+        """Refuse new work, let queued and running work finish, stop the threads.
+
+        Args:
+            timeout: Longest wait in seconds for running work to end.
+
+        Returns:
+            True when every thread ended in time (else they are daemons left behind).
+        """
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                for _ in self._threads:
+                    self._queue.put(None)
+            threads = list(self._threads)
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        alive = [t.name for t in threads if t.is_alive()]
+        if alive:
+            logger.warning("agent threads still running after %.1f s: %s", timeout, alive)
+        return not alive
+
+    @property
+    def active(self) -> int:
+        """Threads started and not idle (approximate)."""
+        with self._lock:
+            return len(self._threads) - self._idle
