@@ -46,8 +46,10 @@ at one edge (``a2a_sync._http`` for HTTP, the codecs for structuring) and chaine
     ├── AllAgentsFailed                every agent of a resilient client failed (.failures)
     ├── OutcomeUnknown                 a send may or may not have reached the agent
     ├── ConnectionClosed               an MCP connection is closed or its server went away
-    │   └── ServerProcessError         the stdio server failed to start or exited
-    │                                  (.returncode, .stderr_tail)
+    │   ├── ServerProcessError         the stdio server failed to start or exited
+    │   │                              (.returncode, .stderr_tail)
+    │   └── SessionExpired             the MCP HTTP session ended on the server and
+    │                                  could not be re-established
     └── ConfigurationError             bad arguments or settings (also ValueError)
 
 Messages never contain credentials: headers are never formatted into messages and
@@ -114,6 +116,7 @@ __all__ = [
     "OutcomeUnknown",
     "ConnectionClosed",
     "ServerProcessError",
+    "SessionExpired",
     "ConfigurationError",
     "excerpt",
 ]
@@ -647,6 +650,11 @@ class ServerProcessError(ConnectionClosed):
         super().__init__(full)
         self.returncode = returncode
         self.stderr_tail = stderr_tail
+
+
+class SessionExpired(ConnectionClosed):
+    """The server no longer knows the MCP HTTP session (404, or a 400 naming the session)
+    and a fresh session could not be initialized, or the fresh one expired at once."""
 
 
 class ConfigurationError(A2ASyncError, ValueError):
