@@ -161,7 +161,12 @@ class StreamResponse:
                 with contextlib.suppress(OSError):  # already shut down: the read says so
                     sock.settimeout(self._idle_timeout)
         with self._transport._translate(self.url, self._call):
-            return self._raw.read1(amt, decode_content=True)
+            data = self._raw.read1(amt, decode_content=True)
+            if not data and self._call.cancelled:
+                # A shut-down socket reads as EOF: on a close-delimited body that would
+                # pass for the end of the stream.
+                raise BudgetExhausted("cancelled")
+            return data
 
     def read_body(self, limit: int) -> bytes:
         """Read the rest of the body (e.g. a JSON error instead of an event stream)."""
@@ -210,7 +215,8 @@ class HTTPTransport:
         cert: Client certificate, as in requests.
         trust_env: Take proxies and a CA bundle from the environment, as requests does
             (``.netrc`` credentials are never used).
-        sleep: Called to wait between retries; tests inject a recorder.
+        sleep: Called to wait between retries; tests inject a recorder. By default the
+            wait ends early when :meth:`close` cancels the call.
     """
 
     def __init__(
@@ -224,7 +230,7 @@ class HTTPTransport:
         verify: bool | str = True,
         cert: str | tuple[str, str] | None = None,
         trust_env: bool = True,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         self.timeout = Timeout() if timeout is None else Timeout.coerce(timeout)
         self.retry = retry if retry is not None else RetryPolicy()
@@ -350,11 +356,16 @@ class HTTPTransport:
         idempotent: bool = False,
         timeout: Timeout | float | tuple[float | None, float | None] | None = None,
         idle_timeout: float | None = C.DEFAULT_STREAM_IDLE_TIMEOUT,
+        on_start: Callable[[Call], None] | None = None,
     ) -> StreamResponse:
         """Send a request and return once the response headers arrived.
 
         The call's deadline covers connecting and waiting for the headers; afterwards
         only ``idle_timeout`` applies between received bytes.
+
+        ``on_start`` gets the call's handle before anything is sent, so another thread
+        can abandon the opening with ``handle.cancel()`` (it then raises
+        :class:`~a2a_sync.errors.Cancelled`).
         """
         response, call = self._send(
             method,
@@ -364,6 +375,7 @@ class HTTPTransport:
             idempotent=idempotent,
             timeout=timeout,
             retry=None,
+            on_start=on_start,
         )
         return StreamResponse(response, call, self, idle_timeout)
 
@@ -398,11 +410,14 @@ class HTTPTransport:
         timeout: Timeout | float | tuple[float | None, float | None] | None,
         retry: RetryPolicy | None,
         call: Call | None = None,
+        on_start: Callable[[Call], None] | None = None,
     ) -> tuple[requests.Response, Call]:
         """Send until the response headers arrive; ``call`` continues an earlier attempt."""
         limits = self.timeout if timeout is None else Timeout.coerce(timeout)
         if call is None:
             call = Call(None if limits.total is None else time.monotonic() + limits.total)
+            if on_start is not None:
+                on_start(call)
         with self._lock:
             if self._closed:
                 raise Cancelled("the transport is closed", url=url)
@@ -465,6 +480,8 @@ class HTTPTransport:
                     raise BudgetExhausted("the call's deadline passed while reading")
                 data = raw.read1(_READ_CHUNK, decode_content=True)
                 if not data:
+                    if call.cancelled:  # a shut-down socket reads as EOF: not the end
+                        raise BudgetExhausted("cancelled")
                     break
                 size += len(data)
                 if size > limit:

@@ -49,21 +49,25 @@ class Call:
     """One call in flight: its deadline, attempt count and the socket it is using.
 
     Shared between the calling thread and :meth:`HTTPTransport.close` (another thread);
-    ``_lock`` guards ``_sock`` and ``cancelled``.
+    ``_lock`` guards ``_sock``; cancellation is an event so a backoff wait can end on it.
 
     The socket itself is kept, not the connection: http.client drops the connection's
     reference to it as soon as a response is delimited by closing the connection
     (HTTP/1.0, ``Connection: close``), while the response goes on reading from it.
     """
 
-    __slots__ = ("__weakref__", "_lock", "_sock", "attempts", "cancelled", "deadline")
+    __slots__ = ("__weakref__", "_cancelled", "_lock", "_sock", "attempts", "deadline")
 
     def __init__(self, deadline: float | None) -> None:
         self.deadline = deadline
         self.attempts = 1
-        self.cancelled = False
+        self._cancelled = threading.Event()
         self._sock: socket.socket | None = None
         self._lock = threading.Lock()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
 
     @property
     def sock(self) -> socket.socket | None:
@@ -73,10 +77,14 @@ class Call:
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
+    def wait_cancelled(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds; True as soon as the call is cancelled."""
+        return self._cancelled.wait(timeout)
+
     def attach(self, sock: socket.socket | None) -> None:
         with self._lock:
             self._sock = sock
-            cancelled = self.cancelled
+            cancelled = self._cancelled.is_set()
         if cancelled:
             _shutdown_socket(sock)
 
@@ -86,7 +94,7 @@ class Call:
 
     def cancel(self) -> None:
         with self._lock:
-            self.cancelled = True
+            self._cancelled.set()
             sock = self._sock
         _shutdown_socket(sock)
 
@@ -117,7 +125,7 @@ class CallRetry(Retry):
         *args: Any,
         policy: RetryPolicy | None = None,
         call: Call | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -132,7 +140,7 @@ class CallRetry(Retry):
         *,
         idempotent: bool,
         call: Call,
-        sleep: Callable[[float], None],
+        sleep: Callable[[float], None] | None,
     ) -> CallRetry:
         # A call that is being re-sent (its body broke off) has used some of its budget.
         n = max(0, policy.max_retries - (call.attempts - 1))
@@ -163,11 +171,15 @@ class CallRetry(Retry):
     def increment(self, *args: Any, **kwargs: Any) -> CallRetry:
         call = self._call
         if call is not None:
-            if call.cancelled:
-                raise BudgetExhausted("cancelled")
-            remaining = call.remaining()
-            if remaining is not None and remaining <= 0:
-                raise BudgetExhausted("the call's deadline passed before a retry")
+            try:
+                if call.cancelled:
+                    raise BudgetExhausted("cancelled")
+                remaining = call.remaining()
+                if remaining is not None and remaining <= 0:
+                    raise BudgetExhausted("the call's deadline passed before a retry")
+            except BudgetExhausted:
+                _abandon(kwargs.get("response"))
+                raise
         retry = super().increment(*args, **kwargs)
         if call is not None:
             call.attempts += 1
@@ -189,23 +201,44 @@ class CallRetry(Retry):
                 # "0" or a date already past: no real hint, so the normal backoff applies
                 # (an immediate retry of a busy server is what backoff exists to avoid).
                 retry_after = None
+        try:
             if retry_after is not None and retry_after > self._policy.retry_after_max:
                 raise BudgetExhausted(
                     f"Retry-After of {retry_after:.0f} s exceeds the retry budget "
                     f"({self._policy.retry_after_max:.0f} s)"
                 )
-        wait_before_retry(self._policy, self._call, self._sleep_fn, self._failures(), retry_after)
+            wait_before_retry(
+                self._policy, self._call, self._sleep_fn, self._failures(), retry_after
+            )
+        except BudgetExhausted:
+            _abandon(response)
+            raise
+
+
+def _abandon(response: Any) -> None:
+    """Close the connection of a retryable answer urllib3 will not see again.
+
+    urllib3 releases that connection only once the body was read to its end; when the
+    retry loop is left by an exception instead (a cancel cut the read short), nothing
+    else would close it.
+    """
+    if isinstance(response, urllib3.BaseHTTPResponse):
+        response.close()
+        response.release_conn()  # the pool gets its slot back (the closed connection)
 
 
 def wait_before_retry(
     policy: RetryPolicy,
     call: Call | None,
-    sleep: Callable[[float], None],
+    sleep: Callable[[float], None] | None,
     failures: int,
     retry_after: float | None = None,
 ) -> None:
     """Wait before the next attempt, or raise :class:`BudgetExhausted` if the call was
-    cancelled or the wait would not end before its deadline."""
+    cancelled or the wait would not end before its deadline.
+
+    ``sleep`` ``None`` waits on the call's cancellation, so cancelling ends the wait.
+    """
     if call is not None and call.cancelled:
         raise BudgetExhausted("cancelled")
     delay = policy.delay(failures, retry_after)
@@ -218,7 +251,12 @@ def wait_before_retry(
         )
     if delay > 0:
         logger.debug("retrying in %.3f s (after %d failed attempt(s))", delay, failures)
-        sleep(delay)
+        if sleep is not None:
+            sleep(delay)
+        elif call is None:
+            time.sleep(delay)
+        elif call.wait_cancelled(delay):
+            raise BudgetExhausted("cancelled")
 
 
 class DeadlineTimeout(urllib3.Timeout):
