@@ -35,12 +35,15 @@ import attrs
 from . import _constants as C
 from ._http import HTTPTransport, StreamResponse
 from ._sse_decoder import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
+from ._urllib3 import Call
 from .errors import (
     A2ASyncError,
     Cancelled,
     HTTPStatusError,
     ProtocolError,
     ReadTimeout,
+    RedirectRefused,
+    ResponseTooLarge,
     StreamInterrupted,
     TransportError,
     excerpt,
@@ -158,7 +161,8 @@ class SSEStream:
         self._pending_index = 0
         self._closed = threading.Event()
         self._finished = False
-        self._lock = threading.Lock()  # guards _response
+        self._lock = threading.Lock()  # guards _response and _opening
+        self._opening: Call | None = None  # a (re)connect waiting for its answer
         self.reconnects = 0  #: How many times the stream was re-established.
 
         response = self._open(request)  # raises in the caller's thread
@@ -248,9 +252,11 @@ class SSEStream:
             return
         self._closed.set()
         with self._lock:
-            response = self._response
+            response, opening = self._response, self._opening
         if response is not None:
             response.abort()
+        if opening is not None:
+            opening.cancel()
         # Unblock a reader waiting on a full queue, then wake a waiting consumer.
         self._drain()
         # If the queue is full the consumer sees the closed flag on its next call instead.
@@ -289,21 +295,34 @@ class SSEStream:
             "Accept-Encoding": "identity",
             **request.headers,
         }
-        response = self._transport.open_stream(
-            request.method,
-            request.url,
-            body=request.body,
-            headers=headers,
-            idempotent=request.idempotent,
-            timeout=self._timeout,
-            idle_timeout=self._idle_timeout,
-        )
+        try:
+            response = self._transport.open_stream(
+                request.method,
+                request.url,
+                body=request.body,
+                headers=headers,
+                idempotent=request.idempotent,
+                timeout=self._timeout,
+                idle_timeout=self._idle_timeout,
+                on_start=self._opening_started,
+            )
+        finally:
+            with self._lock:
+                self._opening = None
         try:
             self._check(response)
         except BaseException:
             response.close()
             raise
         return response
+
+    def _opening_started(self, call: Call) -> None:
+        # Lets close() abandon a (re)connect that waits for its answer.
+        with self._lock:
+            self._opening = call
+            closed = self._closed.is_set()
+        if closed:
+            call.cancel()
 
     def _check(self, response: StreamResponse) -> None:
         status = response.status
@@ -391,6 +410,10 @@ class SSEStream:
                 while True:
                     try:
                         data = response.read1()
+                    except Cancelled:
+                        if self._closed.is_set():
+                            return None
+                        raise  # the transport was closed: nothing to reconnect with
                     except TransportError as exc:
                         failure = exc
                         break
@@ -437,8 +460,8 @@ class SSEStream:
                 try:
                     opened = self._open(request)
                 except (TransportError, HTTPStatusError) as exc:
-                    if isinstance(exc, HTTPStatusError) and not _transient_status(exc):
-                        return exc  # 4xx: reconnecting cannot help
+                    if not _worth_retrying(exc):
+                        return exc  # reconnecting cannot help
                     failure = exc
                     logger.debug("reconnect to %s failed: %s", request.url, exc)
                 except ProtocolError as exc:
@@ -451,5 +474,10 @@ class SSEStream:
             self.reconnects += 1
 
 
-def _transient_status(error: HTTPStatusError) -> bool:
-    return error.status_code in (408, 429) or error.status_code >= 500
+def _worth_retrying(error: TransportError | HTTPStatusError) -> bool:
+    """Whether a failed reconnect may succeed later (an outage, not a refusal)."""
+    if isinstance(error, HTTPStatusError):
+        return error.status_code in (408, 429) or error.status_code >= 500
+    # A redirect or an oversized answer will be the same next time; a closed transport
+    # cannot send anything any more.
+    return not isinstance(error, (RedirectRefused, ResponseTooLarge, Cancelled))
