@@ -855,6 +855,32 @@ def test_close_from_another_thread_cancels_a_call_blocked_mid_body(
     assert [type(error) for error in errors] == [Cancelled]
 
 
+def test_close_from_another_thread_ends_a_retry_backoff_at_once(
+    scripted_server: ScriptedServerFactory,
+) -> None:
+    server = scripted_server(lambda sock, request: status_503()(sock))
+    # The real sleep (no recorder): a 30 s backoff that close() has to cut short.
+    transport = HTTPTransport(retry=no_jitter(backoff_base=30.0), timeout=Timeout(total=60))
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            transport.request("GET", server.url, idempotent=True)
+        except TransportError as exc:
+            errors.append(exc)
+
+    caller = threading.Thread(target=call, name="a2a-sync-test-caller")
+    caller.start()
+    server.wait_for_requests(1)
+    started = time.monotonic()
+    transport.close()
+    caller.join(WAIT)
+    assert not caller.is_alive()
+    assert time.monotonic() - started < 5  # not the 30 s backoff
+    assert [type(error) for error in errors] == [Cancelled]
+    assert len(server.requests) == 1
+
+
 # -- CT-18: deadline across retries, slow drip, retry storms -------------------------------
 
 
