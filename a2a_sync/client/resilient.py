@@ -31,10 +31,8 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
-
-import attrs
 
 from ..errors import (
     A2ASyncError,
@@ -60,26 +58,21 @@ from ..errors import (
     TaskRejected,
     TaskWaitTimeout,
     TransportError,
-    UnsupportedOperation,
 )
 from ..policies import ResilienceConfig
 from ..types import (
     AgentCard,
-    Artifact,
     ListTasksResult,
     Message,
     PushNotificationConfig,
     SendResult,
-    StreamEvent,
     Task,
-    TaskArtifactUpdateEvent,
     TaskState,
-    TaskStatusUpdateEvent,
 )
 from .client import A2AClient, MessageInput, TimeoutArg
-from .stream import TaskStream
+from .resilient_stream import NOT_PROCESSED_STATUSES, ResilientTaskStream, diff_events, settled
 
-__all__ = ["ResilientA2AClient", "ResilientTaskStream"]
+__all__ = ["ResilientA2AClient", "ResilientTaskStream", "diff_events"]
 
 logger = logging.getLogger(__name__)
 
@@ -87,9 +80,6 @@ T = TypeVar("T")
 
 #: How many task → agent ownerships are remembered (oldest forgotten first).
 _OWNER_MEMORY: Final = 10_000
-
-#: Statuses with which an agent says it did not process the request at all.
-_NOT_PROCESSED_STATUSES: Final = frozenset({429, 503})
 
 #: Errors that are intrinsic to the request or the caller: another agent would fail the
 #: same way, so they are never a reason to fall back (seed: parse, signature, input).
@@ -132,7 +122,10 @@ class ResilientA2AClient:
         primary: The preferred agent.
         config: Budgets and delays of the four layers.
         fallbacks: Agents tried in order when the current one cannot serve.
-        sleep: Called to wait (between resubscribes and polls); tests inject a recorder.
+        sleep: Called to wait between resubscribes and polls; tests inject a recorder.
+            By default the wait ends early when the client (or the stream) is closed.
+            Retries of single calls (L1) wait in the agents' transports (their own
+            ``sleep``).
         clock: Monotonic clock for deadlines; tests inject a fake.
     """
 
@@ -142,7 +135,7 @@ class ResilientA2AClient:
         config: ResilienceConfig | None = None,
         *,
         fallbacks: Sequence[A2AClient] = (),
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config if config is not None else ResilienceConfig()
@@ -153,6 +146,7 @@ class ResilientA2AClient:
         )
         self._sleep = sleep
         self._clock = clock
+        self._closing = threading.Event()
         self._owners: collections.OrderedDict[str, A2AClient] = collections.OrderedDict()
         self._lock = threading.Lock()  # guards _owners
 
@@ -249,7 +243,7 @@ class ResilientA2AClient:
         )
         if isinstance(result, Message):
             return result
-        if _settled(result):
+        if settled(result):
             return _outcome(result)
         return self.wait_for_task(result.id, timeout=timeout)
 
@@ -332,10 +326,12 @@ class ResilientA2AClient:
             try:
                 task = self.get_task(task_id, history_length=history_length)
             except (TransportError, HTTPStatusError, AllAgentsFailed) as exc:
+                if isinstance(exc, Cancelled):
+                    raise  # closed: stop waiting
                 last_error = exc
                 logger.debug("poll of task %s failed: %s", task_id, exc)
             else:
-                if _settled(task):
+                if settled(task):
                     return _outcome(task)
             polls += 1
             remaining = deadline - self._clock()
@@ -348,7 +344,9 @@ class ResilientA2AClient:
                     timeout=limit,
                     task=task,
                 ) from last_error
-            self._sleep(min(self.config.poll.interval(polls), remaining))
+            self._wait(min(self.config.poll.interval(polls), remaining))
+            if self._closing.is_set():
+                raise Cancelled(f"the client was closed while waiting for task {task_id}")
 
     # -- push notifications ---------------------------------------------------------------------
 
@@ -377,7 +375,9 @@ class ResilientA2AClient:
     # -- lifecycle --------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close every agent's client (cancelling calls in flight). Idempotent."""
+        """Close every agent's client (cancelling calls in flight) and end waits between
+        polls. Idempotent."""
+        self._closing.set()
         for agent in self._originals:
             agent.close()
 
@@ -402,6 +402,25 @@ class ResilientA2AClient:
             message, task_id=kwargs.pop("task_id", None), context_id=kwargs.pop("context_id", None)
         )
 
+    def _wait(self, delay: float, cancelled: threading.Event | None = None) -> None:
+        """Wait ``delay`` seconds (the injected ``sleep``, or until closed)."""
+        if self._sleep is not None:
+            self._sleep(delay)
+        else:
+            (cancelled or self._closing).wait(delay)
+
+    def _owner_of(self, task_id: str) -> A2AClient:
+        """The agent that owns the task (the first agent when unknown)."""
+        return self._agents_for(task_id)[0]
+
+    def _remember_owner(self, task_id: str, agent: A2AClient | None) -> None:
+        if agent is not None:
+            with self._lock:
+                self._owners[task_id] = agent
+                self._owners.move_to_end(task_id)
+                while len(self._owners) > _OWNER_MEMORY:
+                    self._owners.popitem(last=False)
+
     def _agents_for(self, task_id: str) -> tuple[A2AClient, ...]:
         with self._lock:
             owner = self._owners.get(task_id)
@@ -411,11 +430,7 @@ class ResilientA2AClient:
         """Record which agent owns the task ``result`` belongs to."""
         task_id = result.id if isinstance(result, Task) else getattr(result, "task_id", None)
         if task_id:
-            with self._lock:
-                self._owners[task_id] = agent
-                self._owners.move_to_end(task_id)
-                while len(self._owners) > _OWNER_MEMORY:
-                    self._owners.popitem(last=False)
+            self._remember_owner(task_id, agent)
 
     def _on_task(self, task_id: str, call: Callable[[A2AClient], T]) -> T:
         return self._on_task_with_agent(task_id, call)[0]
@@ -474,7 +489,7 @@ def _outcome_unknown(exc: BaseException) -> bool:
     if isinstance(exc, TransportError):
         return exc.outcome_unknown and not isinstance(exc, Cancelled)
     if isinstance(exc, HTTPStatusError):
-        return exc.status_code >= 500 and exc.status_code not in _NOT_PROCESSED_STATUSES
+        return exc.status_code >= 500 and exc.status_code not in NOT_PROCESSED_STATUSES
     return False
 
 
@@ -489,10 +504,6 @@ def _should_fall_back(exc: BaseException, *, send: bool, resend: bool, task_boun
     if send and not resend and _outcome_unknown(exc):
         return False
     return isinstance(exc, (TransportError, HTTPStatusError, RPCError, AllAgentsFailed))
-
-
-def _settled(task: Task) -> bool:
-    return task.is_terminal or task.is_interrupted
 
 
 def _outcome(task: Task) -> Task:
@@ -522,335 +533,3 @@ def _outcome(task: Task) -> Task:
     raise error(
         f"task {task.id} {state.value}" + (f": {why}" if why else ""), task_id=task.id, task=task
     )
-
-
-def diff_events(previous: Task | None, current: Task) -> list[StreamEvent]:
-    """The events that turn what was delivered (``previous``) into ``current``.
-
-    Used after a resubscribe or a poll, so a consumer never sees an event twice: new
-    artifacts come as artifact updates, artifacts that grew come as ``append`` chunks of
-    just the new parts, and a changed status as a status update.
-    """
-    if previous is None:
-        return [current]
-    events: list[StreamEvent] = []
-    context_id = current.context_id or previous.context_id or ""
-    seen = {artifact.artifact_id: artifact for artifact in previous.artifacts}
-    for artifact in current.artifacts:
-        before = seen.get(artifact.artifact_id)
-        if before == artifact:
-            continue
-        if (
-            before is not None
-            and len(artifact.parts) > len(before.parts)
-            and artifact.parts[: len(before.parts)] == before.parts
-        ):
-            chunk: Artifact = attrs.evolve(artifact, parts=artifact.parts[len(before.parts) :])
-            events.append(
-                TaskArtifactUpdateEvent(
-                    task_id=current.id, context_id=context_id, artifact=chunk, append=True
-                )
-            )
-        else:
-            events.append(
-                TaskArtifactUpdateEvent(
-                    task_id=current.id, context_id=context_id, artifact=artifact
-                )
-            )
-    if current.status != previous.status:
-        events.append(
-            TaskStatusUpdateEvent(task_id=current.id, context_id=context_id, status=current.status)
-        )
-    return events
-
-
-#: Stream failures after which resubscribing can help.
-def _resumable(exc: BaseException) -> bool:
-    return (
-        isinstance(exc, TransportError)
-        and not isinstance(exc, (Cancelled, ResponseTooLarge, RedirectRefused))
-    ) or (isinstance(exc, HTTPStatusError) and exc.status_code >= 500)
-
-
-class ResilientTaskStream:
-    """A task stream that survives dropped connections (see :class:`ResilientA2AClient`).
-
-    Iterate it like a :class:`~a2a_sync.client.TaskStream`; events are never delivered
-    twice, also across resubscribes and polls. :meth:`close` may be called from any
-    thread.
-    """
-
-    def __init__(
-        self,
-        client: ResilientA2AClient,
-        agents: Sequence[A2AClient],
-        *,
-        message: Message | None,
-        resend: bool,
-        send_kwargs: dict[str, Any],
-        task_id: str | None,
-    ) -> None:
-        self._client = client
-        self._agents = agents
-        self._message_to_send = message
-        self._resend = resend
-        self._send_kwargs = send_kwargs
-        self._task_id = task_id
-        self._agent: A2AClient | None = None
-        self._stream: TaskStream | None = None
-        self._snapshot: Task | None = None
-        self._reply: Message | None = None
-        self._closed = False
-        self.reconnects = 0  #: Resubscribes performed.
-        self.polled = False  #: True if the stream fell through to polling (L3).
-        self._events = self._generate()
-
-    @property
-    def task_id(self) -> str | None:
-        return self._task_id
-
-    @property
-    def task(self) -> Task | None:
-        """The task as delivered so far."""
-        if self._stream is not None and self._stream.task is not None:
-            return self._stream.task
-        return self._snapshot
-
-    @property
-    def message(self) -> Message | None:
-        """The agent's reply when it answered with a message instead of a task."""
-        return self._reply
-
-    @property
-    def closed(self) -> bool:
-        """True once :meth:`close` was called."""
-        return self._closed
-
-    def __iter__(self) -> Iterator[StreamEvent]:
-        return self
-
-    def __next__(self) -> StreamEvent:
-        return next(self._events)
-
-    def get_final_task(self) -> Task:
-        """Read to the end; return the task (raises like :meth:`TaskStream.get_final_task`)."""
-        result = self.get_final_result()
-        if isinstance(result, Message):
-            raise ProtocolError("the agent replied with a message, not a task")
-        return result
-
-    def get_final_result(self) -> Task | Message:
-        for _ in self:
-            pass
-        if self._reply is not None:
-            return self._reply
-        task = self.task
-        if task is None:
-            raise ProtocolError("the stream ended without a task or message")
-        return task
-
-    def close(self) -> None:
-        """Stop streaming (from any thread); no reconnect follows."""
-        self._closed = True
-        stream = self._stream
-        if stream is not None:
-            stream.close()
-
-    def __enter__(self) -> ResilientTaskStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- the layers, as a generator -------------------------------------------------------------
-
-    def _generate(self) -> Iterator[StreamEvent]:
-        config = self._client.config
-        if self._message_to_send is not None:
-            stream = yield from self._open_send()
-        else:
-            stream = self._open_subscription()
-        if stream is None:
-            return
-        attempts = 0
-        while True:
-            try:
-                for event in stream:
-                    attempts = 0  # progress resets the budget
-                    if self._task_id is None:
-                        self._task_id = stream.task_id
-                    yield event
-                if stream.message is not None:
-                    self._reply = stream.message
-                return
-            except A2ASyncError as exc:
-                if self._closed or not _resumable(exc):
-                    raise
-                if self._task_id is None:
-                    self._task_id = stream.task_id
-                if self._task_id is None:
-                    # Cut before the agent named the task: only an opted-in resend of the
-                    # identical message may follow (the agent deduplicates by its id).
-                    if not self._resend or attempts >= config.max_transport_retries:
-                        raise self._unknown_outcome(exc) from exc
-                    attempts += 1
-                    self._client._sleep(config.reconnect_delay(attempts))
-                    assert self._agent is not None
-                    assert self._message_to_send is not None
-                    stream = self._agent.stream_message(self._message_to_send, **self._send_kwargs)
-                    self._stream = stream
-                    continue
-                self._snapshot = stream.task
-                failure = exc
-            # L2: resubscribe
-            stream = None
-            while stream is None and attempts < config.max_reconnect_attempts:
-                attempts += 1
-                self.reconnects += 1
-                self._client._sleep(config.reconnect_delay(attempts))
-                if self.closed:
-                    return
-                stream = yield from self._resubscribe()
-                if stream is _FINISHED:
-                    return
-            if stream is None:
-                logger.info(
-                    "stream of task %s could not be re-established (%s); polling",
-                    self._task_id,
-                    failure,
-                )
-                yield from self._poll()
-                return
-
-    def _open_send(self) -> Generator[StreamEvent, None, TaskStream | None]:
-        message = self._message_to_send
-        assert message is not None
-        client = self._client
-
-        def open_on(agent: A2AClient) -> TaskStream | Task:
-            card = agent.card
-            if card is not None and not card.capabilities.streaming:
-                # CR-07: the agent cannot stream; send and poll instead.
-                result = agent.send_message(
-                    message, return_immediately=True, idempotent=self._resend, **self._send_kwargs
-                )
-                if isinstance(result, Message):
-                    raise _ReplyMessage(result)
-                return result
-            return agent.stream_message(message, **self._send_kwargs)
-
-        try:
-            opened, self._agent = client._run(
-                open_on, self._agents, send=True, message=message, resend=self._resend
-            )
-        except _ReplyMessage as reply:
-            self._reply = reply.message
-            yield reply.message
-            return None
-        if isinstance(opened, Task):
-            self._task_id = opened.id
-            self._snapshot = opened
-            self.polled = True
-            yield opened
-            if not _settled(opened):
-                yield from self._poll()
-            return None
-        self._stream = opened
-        return opened
-
-    def _open_subscription(self) -> TaskStream:
-        assert self._task_id is not None
-        task_id = self._task_id
-        client = self._client
-        stream, self._agent = client._on_task_with_agent(
-            task_id, lambda agent: agent.subscribe(task_id)
-        )
-        self._stream = stream
-        return stream
-
-    def _resubscribe(self) -> Generator[StreamEvent, None, Any]:
-        """Returns the new stream, ``None`` to try again, or ``_FINISHED``."""
-        agent = self._agent
-        assert agent is not None
-        assert self._task_id is not None
-        try:
-            stream = agent.subscribe(self._task_id)
-            first = next(stream)
-        except UnsupportedOperation:
-            # CR-05: the task settled meanwhile; one GetTask gives its final state.
-            task = agent.get_task(self._task_id)
-            yield from self._deliver(task)
-            return _FINISHED
-        except StopIteration:
-            return None
-        except A2ASyncError as exc:
-            if not _resumable(exc):
-                raise
-            logger.debug("resubscribe to %s failed: %s", self._task_id, exc)
-            return None
-        if not isinstance(first, Task):
-            stream.close()
-            raise ProtocolError(
-                f"a subscription's first event must be the task, got {type(first).__name__}"
-            )
-        self._stream = stream
-        yield from self._deliver(first, keep_stream=True)
-        if _settled(first):
-            stream.close()
-            return _FINISHED
-        return stream
-
-    def _deliver(self, task: Task, *, keep_stream: bool = False) -> Iterator[StreamEvent]:
-        events = diff_events(self._snapshot, task)
-        self._snapshot = task
-        if not keep_stream:
-            self._stream = None
-        yield from events
-
-    def _poll(self) -> Iterator[StreamEvent]:
-        """L3 inside a stream: poll until the task settles, delivering each change."""
-        assert self._task_id is not None
-        self.polled = True
-        self._stream = None
-        config = self._client.config
-        deadline = self._client._clock() + config.task_timeout
-        polls = 0
-        while not self._closed:
-            try:
-                task = self._client.get_task(self._task_id)
-            except (TransportError, HTTPStatusError) as exc:
-                logger.debug("poll of %s failed: %s", self._task_id, exc)
-            else:
-                yield from self._deliver(task)
-                if _settled(task):
-                    return
-            polls += 1
-            remaining = deadline - self._client._clock()
-            if remaining <= 0:
-                raise TaskWaitTimeout(
-                    f"task {self._task_id} did not settle within {config.task_timeout} s of "
-                    "polling; wait_for_task() can resume the wait",
-                    task_id=self._task_id,
-                    timeout=config.task_timeout,
-                    task=self._snapshot,
-                )
-            self._client._sleep(min(config.poll.interval(polls), remaining))
-
-    def _unknown_outcome(self, exc: BaseException) -> A2ASyncError:
-        message = self._message_to_send
-        if message is None:
-            return exc if isinstance(exc, A2ASyncError) else ProtocolError(str(exc))
-        return OutcomeUnknown(
-            f"the stream for message {message.message_id} dropped before the agent named "
-            f"the task ({exc}); the message was not resent",
-            message_id=message.message_id,
-        )
-
-
-_FINISHED: Final[Any] = object()
-
-
-class _ReplyMessage(Exception):
-    def __init__(self, message: Message) -> None:
-        super().__init__("reply")
-        self.message = message
