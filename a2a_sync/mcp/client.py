@@ -439,7 +439,10 @@ class MCPClient:
             wanted["resourceSubscriptions"] = list(resource_uris)
         subscription = Subscription(session)
         subscription._pending = session.begin(
-            "subscriptions/listen", {"notifications": wanted}, route=subscription._route
+            "subscriptions/listen",
+            {"notifications": wanted},
+            route=subscription._route,
+            done=subscription._settled,
         )
         subscription._await_ack(self._t(timeout))
         return subscription
@@ -461,6 +464,8 @@ class MCPClient:
             return False
         if mapping:
             session.param_headers[tool.name] = mapping
+        else:
+            session.param_headers.pop(tool.name, None)  # annotations may have been removed
         return True
 
     def _list_all(

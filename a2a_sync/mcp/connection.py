@@ -22,6 +22,7 @@ from ..errors import (
     A2ASyncError,
     ConnectionClosed,
     DeadlineExceeded,
+    HTTPStatusError,
     ProtocolError,
     RPCError,
     ServerProcessError,
@@ -453,6 +454,14 @@ class MCPConnection:
                 logger.debug(
                     "%s sent an unusable discover result (%s): legacy", live.transport.name, exc
                 )
+            except HTTPStatusError as exc:
+                if not eras.http_status_says_legacy(exc):
+                    raise
+                logger.debug(
+                    "%s answered server/discover with HTTP %s: legacy",
+                    live.transport.name,
+                    exc.status_code,
+                )
             break
         try:
             return self._initialize(live.session, eras.LATEST_HANDSHAKE_VERSION), live
@@ -480,6 +489,8 @@ class MCPConnection:
             operation="initialize",
         )
         info = eras.server_info_from_initialize(result)
+        # Adopt now so notifications/initialized already carries MCP-Protocol-Version (HTTP).
+        session.adopt(info)
         session.notify("notifications/initialized")
         return info
 

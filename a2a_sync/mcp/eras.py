@@ -10,8 +10,13 @@
 Detection for ``era="auto"`` follows ``basic/versioning.mdx``: send ``server/discover``
 first; a discover result or a recognised modern error (``-32022`` naming modern versions)
 means modern; any other error or a timeout means legacy, and the client falls back to
-``initialize``. The verdict is cached per server for the life of the process
-(:data:`ERA_CACHE`), so a legacy server is not probed again.
+``initialize``. Over HTTP the probe is a modern POST (``MCP-Protocol-Version: 2026-07-28``,
+``Mcp-Method``); a 4xx whose body is a modern JSON-RPC error is judged like any error
+above, a 4xx without one means legacy (:func:`http_status_says_legacy`), and if the
+``initialize`` POST then fails with 400/404/405 the transport falls back to the 2024-11-05
+HTTP+SSE transport (GET, ``endpoint`` event). The verdict is cached per server for the
+life of the process (:data:`ERA_CACHE`; HTTP: per endpoint URL), so a legacy server is not
+probed again.
 """
 
 from __future__ import annotations
@@ -22,7 +27,13 @@ import threading
 from collections.abc import Hashable, Mapping
 from typing import Any, Final, Literal
 
-from ..errors import ConfigurationError, ProtocolError, RPCError, UnsupportedProtocolVersion
+from ..errors import (
+    ConfigurationError,
+    HTTPStatusError,
+    ProtocolError,
+    RPCError,
+    UnsupportedProtocolVersion,
+)
 from . import _codec
 from . import types as t
 
@@ -196,6 +207,20 @@ def probe_says_modern(error: RPCError) -> str | None:
         return None
     mutual = [v for v in MODERN_VERSIONS if v in supported]
     return mutual[-1] if mutual else None
+
+
+def http_status_says_legacy(error: HTTPStatusError) -> bool:
+    """Judge an HTTP error answer to the ``server/discover`` probe (no JSON-RPC error in
+    the body): any 4xx means the server does not speak the modern era, so fall back to
+    ``initialize`` (which surfaces a real 401/403). A 5xx is an outage, not an answer."""
+    return 400 <= error.status_code < 500
+
+
+def envelope_version(params: Any) -> str | None:
+    """The modern revision named in a request's ``_meta`` envelope, if any."""
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, Mapping) else None
+    return version if version in MODERN_VERSIONS else None
 
 
 def handshake_refused_as_modern(error: RPCError) -> bool:

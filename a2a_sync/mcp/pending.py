@@ -17,18 +17,31 @@ __all__ = ["PendingRequest"]
 
 
 class _Slot:
-    """One pending request. ``lock`` is held until the answer (or failure) is stored."""
+    """One pending request. ``lock`` is held until the answer (or failure) is stored;
+    ``done`` (optional) is set at that moment too, for waiters that watch several things."""
 
-    __slots__ = ("error", "last_progress", "lock", "method", "progress", "result")
+    __slots__ = ("done", "error", "last_progress", "lock", "method", "progress", "result")
 
-    def __init__(self, method: str, progress: Callable[[t.Progress], None] | None) -> None:
+    def __init__(
+        self,
+        method: str,
+        progress: Callable[[t.Progress], None] | None,
+        done: threading.Event | None = None,
+    ) -> None:
         self.lock = threading.Lock()
         self.lock.acquire()
         self.method = method
         self.progress = progress
+        self.done = done
         self.last_progress = 0.0
         self.result: Any = None
         self.error: A2ASyncError | None = None
+
+    def settle(self) -> None:
+        """The result or error is stored: wake the waiter (once per slot)."""
+        self.lock.release()
+        if self.done is not None:
+            self.done.set()
 
 
 class PendingRequest:
@@ -105,7 +118,7 @@ class PendingRequest:
         self._slot.error = Cancelled(
             f"{self.method} was cancelled", url=self._session.transport_name
         )
-        self._slot.lock.release()
+        self._slot.settle()
         return True
 
     def _outcome(self) -> Any:

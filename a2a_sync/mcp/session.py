@@ -136,6 +136,7 @@ class MCPSession:
         progress: Callable[[t.Progress], None] | None = None,
         envelope: bool = True,
         route: Callable[[str, dict[str, Any]], None] | None = None,
+        done: threading.Event | None = None,
     ) -> PendingRequest:
         """Send a request and return at once with its :class:`PendingRequest`.
 
@@ -149,12 +150,14 @@ class MCPSession:
             route: Receives notifications tagged with this request's id as
                 ``_meta.subscriptionId`` (``subscriptions/listen``), registered before
                 the request is sent.
+            done: Set once the request has an outcome (result, error, cancel), for a
+                caller that waits for it together with something else.
 
         Raises:
             ConnectionClosed: The connection is closed.
             TransportError: The transport could not send.
         """
-        slot = _Slot(method, progress)
+        slot = _Slot(method, progress, done)
         with self._lock:
             if self._closed_error is not None:
                 raise self._closed_error.with_traceback(None)
@@ -317,11 +320,16 @@ class MCPSession:
     def _outgoing(
         self, kind: str, method: str | None, request_id: RequestId | None, params: Any
     ) -> Outgoing:
+        version = self.protocol_version
+        era = self.era or "legacy"
+        if version is None:
+            # Before negotiation only the era probe carries a version (in its own _meta):
+            # it must reach an HTTP server as a modern request, headers included.
+            version = eras.envelope_version(params)
+            era = "modern"
         headers = (
-            eras.mirror_headers(
-                self.era or "legacy", self.protocol_version, method, params, self.param_headers
-            )
-            if self.protocol_version is not None
+            eras.mirror_headers(era, version, method, params, self.param_headers)
+            if version is not None
             else {}
         )
         return Outgoing(kind, method, request_id, headers)
@@ -333,10 +341,12 @@ class MCPSession:
             slot = self._pending.pop(request_id, None)
         if slot is None:
             return False
-        if slot.method in _UNCANCELLABLE or self._closed_error is not None:
+        if self._closed_error is not None:
             return True
         try:
-            if not self.transport.abandon(request_id):
+            # The transport may free what the request holds (an HTTP response stream)
+            # even for requests the protocol forbids cancelling.
+            if not self.transport.abandon(request_id) and slot.method not in _UNCANCELLABLE:
                 self.notify("notifications/cancelled", {"requestId": request_id, "reason": reason})
         except A2ASyncError as exc:
             logger.debug(
@@ -377,7 +387,7 @@ class MCPSession:
                     "JSON-RPC response has neither result nor error",
                     excerpt=_jsonrpc._short_json(message),
                 )
-            slot.lock.release()
+            slot.settle()
             return
         method = message["method"]
         params = message.get("params")
@@ -388,6 +398,21 @@ class MCPSession:
             self._dispatch(lambda: self._answer_request(request_id, method, params))
             return
         self._on_notification(method, params)
+
+    def fail(self, request_id: RequestId, error: A2ASyncError) -> None:
+        """Fail one pending request with a transport-level error (its HTTP exchange
+        failed); the connection stays open. Unknown or answered ids are ignored."""
+        try:
+            with self._lock:
+                slot = self._pending.pop(request_id, None)
+                self._routes.pop(request_id, None)
+        except TypeError:  # unhashable id
+            return
+        if slot is None:
+            logger.debug("ignoring a failure of unknown request %r", request_id)
+            return
+        slot.error = error
+        slot.settle()
 
     def transport_closed(self, error: A2ASyncError | None) -> None:
         """Fail every pending request at once; stop the dispatcher after queued work."""
@@ -401,7 +426,7 @@ class MCPSession:
             self._routes.clear()
         for slot in pending:
             slot.error = err
-            slot.lock.release()
+            slot.settle()
         self._closed.set()
         if self._dispatcher is not None:
             self._dispatch_queue.put(None)

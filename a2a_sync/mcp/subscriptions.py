@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
@@ -52,6 +51,9 @@ class Subscription:
         self._session = session
         self._pending: PendingRequest | None = None
         self._acked = threading.Event()
+        #: Set by the acknowledgement and by the listen request ending (``done=`` of
+        #: ``MCPSession.begin``): what :meth:`_await_ack` waits for.
+        self._settled = threading.Event()
         self._events: queue.SimpleQueue[SubscriptionEvent] = queue.SimpleQueue()
         self.granted: dict[str, Any] = {}
 
@@ -85,6 +87,7 @@ class Subscription:
             granted = params.get("notifications")
             self.granted = granted if isinstance(granted, dict) else {}
             self._acked.set()
+            self._settled.set()
             return
         kind = _EVENT_KINDS.get(method)
         if kind is not None:
@@ -94,13 +97,12 @@ class Subscription:
     def _await_ack(self, timeout: float) -> None:
         pending = self._pending
         assert pending is not None
-        deadline = time.monotonic() + timeout
-        while not self._acked.wait(0.05):
-            if pending.done():
-                pending.wait(0)  # raises the server's error; a result means it ended
-                raise ProtocolError("subscriptions/listen ended before it was acknowledged")
-            if time.monotonic() >= deadline:
-                self.close()
-                raise DeadlineExceeded(
-                    f"subscriptions/listen not acknowledged after {timeout:g} s", timeout=timeout
-                )
+        if not self._settled.wait(timeout):
+            self.close()
+            raise DeadlineExceeded(
+                f"subscriptions/listen not acknowledged after {timeout:g} s", timeout=timeout
+            )
+        if self._acked.is_set():
+            return
+        pending.wait(0)  # raises the server's error; a result means it ended
+        raise ProtocolError("subscriptions/listen ended before it was acknowledged")

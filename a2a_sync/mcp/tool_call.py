@@ -10,6 +10,7 @@ import cattrs
 
 from ..errors import (
     ConfigurationError,
+    HeaderMismatch,
     ProtocolError,
     RequestTimeout,
     RPCError,
@@ -73,18 +74,31 @@ class ToolCall:
         """
         conn = self._client._conn
         session = conn.session
-        raw = session.request_with_input(
-            "tools/call",
-            self._params,
-            timeout=self.timeout if timeout is None else timeout,
-            operation=f"tool {self.name!r}",
-            progress=self._progress,
-            reset_on_progress=reset_timeout_on_progress,
-            max_timeout=max_timeout,
-            max_rounds=conn.input_required_max_rounds,
-            on_pending=self._on_pending,
-            first=self._take_first(),
-        )
+        limit = self.timeout if timeout is None else timeout
+        first: PendingRequest | None = self._take_first()
+        for attempt in (1, 2):
+            try:
+                raw = session.request_with_input(
+                    "tools/call",
+                    self._params,
+                    timeout=limit,
+                    operation=f"tool {self.name!r}",
+                    progress=self._progress,
+                    reset_on_progress=reset_timeout_on_progress,
+                    max_timeout=max_timeout,
+                    max_rounds=conn.input_required_max_rounds,
+                    on_pending=self._on_pending,
+                    first=first,
+                )
+                break
+            except HeaderMismatch:
+                # 2026-07-28 over HTTP: our Mcp-Param-* headers disagree with the tool's
+                # current x-mcp-header annotations. The spec: re-list tools, retry once.
+                if attempt == 2 or not session.transport.wants_context or self._cancelled:
+                    raise
+                logger.info("tool %r: header mismatch; re-listing tools and retrying", self.name)
+                self._client.list_tools(timeout=limit)
+                first = None
         result = _codec.structure(raw, t.CallToolResult, what="tool result")
         if conn.validate_output and not result.is_error:
             self._validate(result)

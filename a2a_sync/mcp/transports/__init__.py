@@ -15,6 +15,9 @@ so a transport may call it inline from a reader. When no further message can arr
 ``sink.transport_closed(error)`` exactly once, with a typed error describing why
 (``ServerProcessError`` with exit status and stderr tail, ``ResponseTooLarge``...) or
 ``None`` after a clean ``close()``. The session then fails every pending call at once.
+A transport whose exchanges are independent (HTTP: one POST per request) reports the
+failure of one exchange with ``sink.fail(request_id, error)`` instead: that request fails
+with the typed error (``HTTPStatusError``, ``ConnectionLost``...) and the rest carry on.
 
 **Sending.** ``send(message, context)`` hands one message over and returns without
 waiting for any answer (HTTP: write the POST, then read its response on a worker thread
@@ -44,9 +47,12 @@ so ``MCPConnection.close()`` can report it.
 ``era_key`` identifies the server for the per-process era cache (stdio: argv and cwd;
 HTTP: the endpoint URL without userinfo or query).
 
-An HTTP transport can also reconnect its streams internally; if its server session
-expires (404) it reports ``transport_closed(ConnectionClosed(...))`` and the connection,
-which owns a transport *factory*, decides whether to start a fresh session.
+An HTTP transport reconnects its streams internally. When its server session expires
+(404) it re-initializes a fresh session itself, once, by replaying the handshake it sent
+(``initialize``, ``notifications/initialized``, and the log level and resource
+subscriptions in force), then re-sends the request the server refused; if that fails
+too, the request fails with :class:`~a2a_sync.errors.SessionExpired` and the session
+stays usable (the next request tries again).
 """
 
 from __future__ import annotations
@@ -95,6 +101,9 @@ class MessageSink(Protocol):
 
     def deliver(self, message: dict[str, Any]) -> None:
         """Take one incoming JSON-RPC message (request, notification or response)."""
+
+    def fail(self, request_id: RequestId, error: A2ASyncError) -> None:
+        """The exchange carrying request ``request_id`` failed; no answer will come."""
 
     def transport_closed(self, error: A2ASyncError | None) -> None:
         """No more messages will arrive; ``error`` says why (``None``: closed by us)."""
