@@ -47,6 +47,11 @@ def _int_set(values: Iterable[int]) -> frozenset[int]:
     return frozenset(values)
 
 
+def _count(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigurationError(f"{attribute.name} must be a non-negative integer")
+
+
 def _fraction(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not 0.0 <= value <= 1.0:
         raise ConfigurationError(f"{attribute.name} must be between 0 and 1")
@@ -264,7 +269,7 @@ class ResilienceConfig:
             ``message_id``; every resend carries the byte-identical message.
     """
 
-    max_transport_retries: int = 2
+    max_transport_retries: int = attrs.field(default=2, validator=_count)
     retry_base_delay: float = attrs.field(default=C.DEFAULT_BACKOFF_BASE, validator=_non_negative)
     retry_max_delay: float = attrs.field(default=C.DEFAULT_BACKOFF_MAX, validator=_non_negative)
     retry_statuses: frozenset[int] = attrs.field(
@@ -272,7 +277,7 @@ class ResilienceConfig:
     )
     retry_after_max: float = attrs.field(default=C.DEFAULT_RETRY_AFTER_MAX, validator=_non_negative)
     jitter: float = attrs.field(default=C.DEFAULT_JITTER, validator=_fraction)
-    max_reconnect_attempts: int = 2
+    max_reconnect_attempts: int = attrs.field(default=2, validator=_count)
     task_timeout: float = attrs.field(default=30.0, validator=_non_negative)
     poll: PollPolicy = attrs.field(factory=PollPolicy)
     idempotent_send: bool = False
