@@ -1,0 +1,566 @@
+"""Request handlers: the A2A operations over a task store and an agent executor.
+
+The WSGI application decodes each call into an :class:`~a2a_sync._methods.Operation`
+and a parameter model, then asks a handler:
+
+* :class:`RequestHandler` — ``dispatch(operation, params, call)`` returns the result
+  model of a unary operation (Task, Message, ListTasksResult, PushNotificationConfig ...).
+* :class:`StreamingRequestHandler` — ``dispatch_stream(operation, params, call)`` returns
+  an iterator of stream events for SendStreamingMessage and SubscribeToTask.
+
+:class:`DefaultRequestHandler` implements both over a :class:`TaskStore` and an
+:class:`~a2a_sync.server.executor.AgentExecutor`. Write your own handler (both methods,
+plain Python) to produce events yourself; raise :class:`~a2a_sync.errors.RPCError`
+subclasses for protocol errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any, Final, Protocol
+
+import attrs
+
+from .._methods import Operation
+from ..errors import (
+    ExtendedAgentCardNotConfigured,
+    InternalError,
+    InvalidAgentResponse,
+    InvalidParams,
+    MethodNotFound,
+    PushNotificationNotSupported,
+    TaskCanceled,
+    TaskNotCancelable,
+    TaskNotFound,
+    UnsupportedOperation,
+)
+from ..types import (
+    AgentCard,
+    GetTaskParams,
+    ListPushConfigsParams,
+    ListPushConfigsResult,
+    ListTasksParams,
+    ListTasksResult,
+    Message,
+    Part,
+    PushConfigParams,
+    PushNotificationConfig,
+    Role,
+    SendMessageParams,
+    StreamEvent,
+    Task,
+    TaskIdParams,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from .context import CallContext
+from .executor import AgentExecutor, ExecuteFunction, FunctionExecutor, RequestContext
+from .pool import DEFAULT_WORKERS, WorkerPool
+from .runs import EventStream, Run, RunStream, SnapshotStream
+from .stores.base import MAX_PAGE_SIZE, StoredPushConfig, StoredTask, TaskStore
+from .stores.memory import InMemoryTaskStore
+
+__all__ = [
+    "DEFAULT_BLOCKING_TIMEOUT",
+    "DefaultRequestHandler",
+    "ExtendedCard",
+    "PushNotifier",
+    "RequestHandler",
+    "StreamingRequestHandler",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Longest a blocking SendMessage waits for the task to settle before answering with
+#: the task as it is (still working). Below the 60 s read timeout common in clients
+#: (a2a_sync's default), so a slow agent yields a task to poll, not a client timeout.
+DEFAULT_BLOCKING_TIMEOUT: Final = 50.0
+
+#: The extended card, or a function choosing it per caller.
+ExtendedCard = AgentCard | Callable[[CallContext], AgentCard | None]
+
+
+class RequestHandler(Protocol):
+    """Answers unary operations (everything but the two streaming ones)."""
+
+    def dispatch(self, operation: Operation, params: Any, call: CallContext) -> Any:
+        """Run ``operation`` and return its result model.
+
+        ``params`` is the operation's model: :class:`~a2a_sync.types.SendMessageParams`,
+        :class:`~a2a_sync.types.GetTaskParams`, :class:`~a2a_sync.types.ListTasksParams`,
+        :class:`~a2a_sync.types.TaskIdParams` (cancel),
+        :class:`~a2a_sync.types.PushNotificationConfig` (create),
+        :class:`~a2a_sync.types.PushConfigParams` (get/delete),
+        :class:`~a2a_sync.types.ListPushConfigsParams`, or ``None`` (extended card).
+
+        Raises:
+            RPCError: A protocol error for the client (its code and message are sent).
+        """
+
+
+class StreamingRequestHandler(Protocol):
+    """Answers SendStreamingMessage and SubscribeToTask with a stream of events."""
+
+    def dispatch_stream(
+        self, operation: Operation, params: Any, call: CallContext
+    ) -> Iterator[StreamEvent]:
+        """Start ``operation`` and return its events.
+
+        Validate before returning (raise :class:`~a2a_sync.errors.RPCError`): errors
+        raised here become a plain JSON-RPC error response, errors raised while
+        iterating become one error event that ends the stream. An iterator with a
+        ``poll(timeout) -> event | None`` method (like :class:`EventStream`) lets the
+        server send heartbeats while it waits; ``close()`` is called when the client
+        goes away.
+        """
+
+
+class PushNotifier(Protocol):
+    """Delivers push notifications (see :class:`~a2a_sync.server.push.PushSender`)."""
+
+    def notify(
+        self, stored: StoredTask, event: StreamEvent, configs: list[StoredPushConfig]
+    ) -> None:
+        """Queue ``event`` of ``stored.task`` for every webhook in ``configs``; never blocks."""
+
+    def check_url(self, url: str) -> None:
+        """Refuse a webhook URL at registration (raise InvalidParams)."""
+
+
+class DefaultRequestHandler:
+    """Every A2A operation over a task store and an agent executor.
+
+    Thread-safe: one instance serves all request threads. Agents run on a bounded pool
+    of daemon threads (:class:`~a2a_sync.server.pool.WorkerPool`); messages for one task
+    run one after another.
+
+    Args:
+        card: The agent card (its capabilities decide what is allowed).
+        executor: The agent: an :class:`AgentExecutor` or an ``execute(context, updater)``
+            function.
+        task_store: Where tasks live (a new in-memory store by default, closed with the
+            handler).
+        push_sender: Delivers push notifications (required to honour push configs).
+        extended_card: The card for authenticated callers, or a function of the call
+            returning it.
+        workers: Most agent runs at once.
+        blocking_timeout: Longest a blocking send waits for the task to settle.
+    """
+
+    def __init__(
+        self,
+        card: AgentCard,
+        executor: AgentExecutor | ExecuteFunction,
+        *,
+        task_store: TaskStore | None = None,
+        push_sender: PushNotifier | None = None,
+        extended_card: ExtendedCard | None = None,
+        workers: int = DEFAULT_WORKERS,
+        blocking_timeout: float = DEFAULT_BLOCKING_TIMEOUT,
+    ) -> None:
+        self.card = card
+        self.executor = (
+            executor if isinstance(executor, AgentExecutor) else FunctionExecutor(executor)
+        )
+        self._owns_store = task_store is None
+        self.store: TaskStore = task_store if task_store is not None else InMemoryTaskStore()
+        self._push = push_sender
+        self._extended_card = extended_card
+        self._blocking_timeout = blocking_timeout
+        self._pool = WorkerPool(workers)
+        self._lock = threading.Lock()
+        self._runs: dict[str, Run] = {}  # the run executing per task
+        self._queued: dict[str, deque[Run]] = {}  # messages waiting for their task's run
+        capabilities = card.capabilities
+        self._streaming = bool(capabilities.streaming)
+        self._push_enabled = bool(capabilities.push_notifications)
+        self._extended = bool(capabilities.extended_agent_card)
+
+    # -- dispatch ----------------------------------------------------------------------------
+
+    def dispatch(self, operation: Operation, params: Any, call: CallContext) -> Any:
+        """Run a unary operation (see :class:`RequestHandler`)."""
+        method = self._UNARY.get(operation)
+        if method is None:
+            raise MethodNotFound()
+        return method(self, params, call)
+
+    def dispatch_stream(self, operation: Operation, params: Any, call: CallContext) -> EventStream:
+        """Start a streaming operation (see :class:`StreamingRequestHandler`)."""
+        if operation not in (Operation.SEND_STREAMING_MESSAGE, Operation.SUBSCRIBE_TO_TASK):
+            raise MethodNotFound()
+        if not self._streaming:
+            raise UnsupportedOperation("streaming is not supported by this agent")
+        if operation is Operation.SEND_STREAMING_MESSAGE:
+            return self.stream_message(params, call)
+        return self.subscribe(params, call)
+
+    # -- messages ----------------------------------------------------------------------------
+
+    def send_message(self, params: SendMessageParams, call: CallContext) -> Task | Message:
+        """SendMessage: run the agent; answer when the task settles (or at once when
+        ``return_immediately``), bounded by the blocking timeout."""
+        config = params.configuration
+        history_length = config.history_length if config is not None else None
+        run, _, existing = self._accept(params, call, streaming=False)
+        if run is None:
+            assert existing is not None
+            return _trim(existing.task, history_length)
+        immediate = config is not None and config.return_immediately
+        (run.created if immediate else run.settled).wait(self._blocking_timeout)
+        result = run.outcome()
+        return _trim(result, history_length) if isinstance(result, Task) else result
+
+    def stream_message(self, params: SendMessageParams, call: CallContext) -> EventStream:
+        """SendStreamingMessage: the run's events until the task settles."""
+        _, stream, existing = self._accept(params, call, streaming=True)
+        if stream is None:
+            assert existing is not None
+            return self._follow(existing)
+        return stream
+
+    def _accept(
+        self, params: SendMessageParams, call: CallContext, *, streaming: bool
+    ) -> tuple[Run | None, RunStream | None, StoredTask | None]:
+        """Validate a message, claim its id, and start (or queue) its run.
+
+        Returns ``(run, stream, None)`` for a run to wait on or stream (``stream`` only
+        when ``streaming``): a new run, or the one a repeated message started before;
+        ``(None, None, stored)`` for a repeated message whose task exists already.
+        """
+        message = params.message
+        config = params.configuration
+        principal = call.principal.name
+        if config is not None and config.history_length is not None and config.history_length < 0:
+            raise InvalidParams("historyLength must not be negative")
+        if message.role is not Role.user:
+            raise InvalidParams("the message must come from the user (role user)")
+        if config is not None and config.push_notification_config is not None:
+            self._check_push(config.push_notification_config.url)
+        current: StoredTask | None = None
+        if message.task_id:
+            current = self.store.get_task(message.task_id, principal=principal)
+            if current is None:
+                raise TaskNotFound()
+            task = current.task
+            if message.context_id and task.context_id and message.context_id != task.context_id:
+                raise InvalidParams("contextId does not match the task's")
+            task_id = task.id
+            context_id = task.context_id or message.context_id or str(uuid.uuid4())
+        else:
+            task_id = str(uuid.uuid4())
+            context_id = message.context_id or str(uuid.uuid4())
+        claimed = self.store.claim_message(principal, message.message_id, task_id)
+        if claimed is not None:
+            earlier = self._earlier(claimed, principal, streaming)
+            if earlier is not None:
+                return earlier
+            task_id = claimed  # the earlier answer was a direct reply: answer again
+        if current is not None and current.task.status.state.is_terminal:
+            raise UnsupportedOperation(f"task is {current.task.status.state.value}")
+        context = RequestContext(
+            message=_bound(message, task_id, context_id),
+            task_id=task_id,
+            context_id=context_id,
+            current_task=current.task if current is not None else None,
+            configuration=config,
+            metadata=params.metadata,
+            principal=call.principal,
+            requested_extensions=call.extensions,
+            call=call,
+        )
+        run = Run(context, self.store, principal, self._on_event)
+        if config is not None and config.push_notification_config is not None:
+            self._save_push(config.push_notification_config, task_id, call)
+        stream = None
+        if current is not None:  # the user's answer joins the history before the agent runs
+            stored = self.store.append_event(task_id, context.message)
+            run.created.set()
+            if streaming:
+                sub = self.store.subscribe(task_id, after_seq=stored.seq)
+                stream = RunStream(run, sub, stored.task)
+        elif streaming:
+            stream = RunStream(run, self.store.subscribe(task_id, after_seq=0))
+        self._start(run)
+        return run, stream, None
+
+    def _earlier(
+        self, task_id: str, principal: str, streaming: bool
+    ) -> tuple[Run | None, RunStream | None, StoredTask | None] | None:
+        """What a repeated message is answered with: the run its first delivery started
+        (still running here), or its task; ``None`` when neither exists (the first
+        delivery was answered with a direct reply, which is not kept)."""
+        with self._lock:
+            run = self._runs.get(task_id)
+        stored = self.store.get_task(task_id, principal=principal)
+        if run is not None and run.context.principal.name == principal:
+            if not streaming:
+                return run, None, None
+            if stored is None:
+                return run, RunStream(run, self.store.subscribe(task_id, after_seq=0)), None
+            sub = self.store.subscribe(task_id, after_seq=stored.seq)
+            return run, RunStream(run, sub, stored.task), None
+        if stored is not None:
+            return None, None, stored
+        return None
+
+    def _start(self, run: Run) -> None:
+        with self._lock:
+            if run.task_id in self._runs:
+                self._queued.setdefault(run.task_id, deque()).append(run)
+                return
+            self._runs[run.task_id] = run
+        self._submit(run)
+
+    def _submit(self, run: Run) -> None:
+        def work() -> None:
+            try:
+                run.execute(self.executor)
+            finally:
+                self._next(run)
+
+        try:
+            self._pool.submit(work)
+        except InternalError:  # shutting down
+            run.finish()
+            self._next(run)
+            raise
+
+    def _next(self, run: Run) -> None:
+        with self._lock:
+            if self._runs.get(run.task_id) is run:
+                del self._runs[run.task_id]
+            waiting = self._queued.get(run.task_id)
+            if not waiting:
+                return
+            following = waiting.popleft()
+            if not waiting:
+                del self._queued[run.task_id]
+            self._runs[run.task_id] = following
+        self._submit(following)
+
+    def _follow(self, stored: StoredTask) -> EventStream:
+        sub = self.store.subscribe(stored.task.id, after_seq=stored.seq)
+        return SnapshotStream(stored.task, sub)
+
+    # -- tasks -------------------------------------------------------------------------------
+
+    def get_task(self, params: GetTaskParams, call: CallContext) -> Task:
+        """GetTask, with the history cut to ``history_length``."""
+        if params.history_length is not None and params.history_length < 0:
+            raise InvalidParams("historyLength must not be negative")
+        return _trim(self._owned(params.id, call).task, params.history_length)
+
+    def list_tasks(self, params: ListTasksParams, call: CallContext) -> ListTasksResult:
+        """ListTasks: the caller's tasks, newest first, without artifacts unless asked."""
+        if params.page_size is not None and not 1 <= params.page_size <= MAX_PAGE_SIZE:
+            raise InvalidParams(f"pageSize must be between 1 and {MAX_PAGE_SIZE}")
+        if params.history_length is not None and params.history_length < 0:
+            raise InvalidParams("historyLength must not be negative")
+        result = self.store.list_tasks(params, principal=call.principal.name)
+        tasks = [
+            _trim(
+                task if params.include_artifacts else attrs.evolve(task, artifacts=[]),
+                params.history_length,
+            )
+            for task in result.tasks
+        ]
+        return attrs.evolve(result, tasks=tasks)
+
+    def cancel_task(self, params: TaskIdParams, call: CallContext) -> Task:
+        """CancelTask. Repeating it on a canceled task answers the task again."""
+        stored = self._owned(params.id, call)
+        state = stored.task.status.state
+        if state is TaskState.canceled:
+            return stored.task
+        if state.is_terminal:
+            raise TaskNotCancelable(f"task is {state.value}")
+        with self._lock:
+            run = self._runs.get(params.id)
+        if run is None:
+            run = Run(self._context_for(stored.task, call), self.store, stored.principal)
+        run.context._cancel()
+        try:
+            self.executor.cancel(run.context, run.updater)
+        except (TaskCanceled, InvalidAgentResponse):
+            logger.debug("task %s ended while it was being canceled", params.id)
+        except Exception:  # the agent's cancel hook failed: log it, cancel the task anyway
+            logger.exception("task %s: agent cancel raised", params.id)
+        after = self.store.get_task(params.id, principal=None)
+        assert after is not None
+        if not after.task.status.state.is_terminal:
+            event = TaskStatusUpdateEvent(
+                task_id=after.task.id,
+                context_id=after.task.context_id or "",
+                status=TaskStatus.now(TaskState.canceled),
+            )
+            try:
+                after = self.store.append_event(params.id, event)
+                self._on_event(after, event)
+            except UnsupportedOperation:
+                after = self.store.get_task(params.id, principal=None) or after
+        final = after.task.status.state
+        if final is not TaskState.canceled:
+            raise TaskNotCancelable(f"task is {final.value}")
+        return after.task
+
+    def subscribe(self, params: TaskIdParams, call: CallContext) -> EventStream:
+        """SubscribeToTask: the current task, then its events until it settles."""
+        stored = self._owned(params.id, call)
+        if stored.task.status.state.is_terminal:
+            raise UnsupportedOperation(f"task is {stored.task.status.state.value}")
+        return self._follow(stored)
+
+    # -- push notification configs ---------------------------------------------------------------
+
+    def create_push_config(
+        self, params: PushNotificationConfig, call: CallContext
+    ) -> PushNotificationConfig:
+        """CreateTaskPushNotificationConfig (0.3: tasks/pushNotificationConfig/set)."""
+        self._require_push()
+        if not params.task_id:
+            raise InvalidParams("taskId is required")
+        self._owned(params.task_id, call)
+        self._check_push(params.url)
+        return self._save_push(params, params.task_id, call)
+
+    def get_push_config(
+        self, params: PushConfigParams, call: CallContext
+    ) -> PushNotificationConfig:
+        """GetTaskPushNotificationConfig (0.3 may omit the config id: the first one)."""
+        self._require_push()
+        self._owned(params.task_id, call)
+        if params.config_id:
+            found = self.store.get_push_config(params.task_id, params.config_id)
+        else:
+            configs = self.store.list_push_configs(params.task_id)
+            found = configs[0] if configs else None
+        if found is None:
+            raise TaskNotFound("push notification config not found")
+        return found.config
+
+    def list_push_configs(
+        self, params: ListPushConfigsParams, call: CallContext
+    ) -> ListPushConfigsResult:
+        """ListTaskPushNotificationConfigs."""
+        self._require_push()
+        self._owned(params.task_id, call)
+        return ListPushConfigsResult(
+            configs=[c.config for c in self.store.list_push_configs(params.task_id)]
+        )
+
+    def delete_push_config(self, params: PushConfigParams, call: CallContext) -> None:
+        """DeleteTaskPushNotificationConfig (deleting a missing config is not an error)."""
+        self._require_push()
+        self._owned(params.task_id, call)
+        if params.config_id:
+            self.store.delete_push_config(params.task_id, params.config_id)
+
+    def _require_push(self) -> None:
+        if not self._push_enabled:
+            raise PushNotificationNotSupported()
+
+    def _check_push(self, url: str) -> None:
+        self._require_push()
+        if self._push is not None:
+            self._push.check_url(url)
+        elif not url.startswith(("http://", "https://")):
+            raise InvalidParams("push notification URL must be http or https")
+
+    def _save_push(
+        self, config: PushNotificationConfig, task_id: str, call: CallContext
+    ) -> PushNotificationConfig:
+        stored = attrs.evolve(config, task_id=task_id, id=config.id or str(uuid.uuid4()))
+        return self.store.set_push_config(stored, revision=call.revision).config
+
+    def _on_event(self, stored: StoredTask, event: StreamEvent) -> None:
+        if self._push is None:
+            return
+        configs = self.store.list_push_configs(stored.task.id)
+        if configs:
+            self._push.notify(stored, event, configs)
+
+    # -- extended card ---------------------------------------------------------------------------
+
+    def get_extended_card(self, params: Any, call: CallContext) -> AgentCard:
+        """GetExtendedAgentCard (the application has checked the caller authenticated)."""
+        if not self._extended:
+            raise UnsupportedOperation("this agent has no extended card")
+        card = self._extended_card
+        if callable(card):
+            card = card(call)
+        if card is None:
+            raise ExtendedAgentCardNotConfigured()
+        return card
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Refuse new runs, wait up to ``timeout`` for running agents, close an owned store.
+
+        Returns:
+            True when every agent thread ended in time.
+        """
+        finished = self._pool.shutdown(timeout)
+        with self._lock:
+            queued = [run for runs in self._queued.values() for run in runs]
+            self._queued.clear()
+        for run in queued:
+            run.finish()
+        if self._owns_store:
+            self.store.close()
+        return finished
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _owned(self, task_id: str, call: CallContext) -> StoredTask:
+        stored = self.store.get_task(task_id, principal=call.principal.name)
+        if stored is None:
+            raise TaskNotFound()
+        return stored
+
+    def _context_for(self, task: Task, call: CallContext) -> RequestContext:
+        users = [m for m in task.history if m.role is Role.user]
+        message = (
+            users[-1] if users else Message(role=Role.user, parts=[Part(text="")], message_id="")
+        )
+        return RequestContext(
+            message=message,
+            task_id=task.id,
+            context_id=task.context_id or "",
+            current_task=task,
+            principal=call.principal,
+            requested_extensions=call.extensions,
+            call=call,
+        )
+
+    _UNARY: Final[dict[Operation, Callable[[Any, Any, CallContext], Any]]] = {
+        Operation.SEND_MESSAGE: send_message,
+        Operation.GET_TASK: get_task,
+        Operation.LIST_TASKS: list_tasks,
+        Operation.CANCEL_TASK: cancel_task,
+        Operation.CREATE_PUSH_CONFIG: create_push_config,
+        Operation.GET_PUSH_CONFIG: get_push_config,
+        Operation.LIST_PUSH_CONFIGS: list_push_configs,
+        Operation.DELETE_PUSH_CONFIG: delete_push_config,
+        Operation.GET_EXTENDED_CARD: get_extended_card,
+    }
+
+
+def _bound(message: Message, task_id: str, context_id: str) -> Message:
+    """The user's message with the task and conversation it belongs to."""
+    if message.task_id == task_id and message.context_id == context_id:
+        return message
+    return attrs.evolve(message, task_id=task_id, context_id=context_id)
+
+
+def _trim(task: Task, history_length: int | None) -> Task:
+    """``task`` with at most ``history_length`` most recent messages (None: all)."""
+    if history_length is None or len(task.history) <= history_length:
+        return task
+    return attrs.evolve(task, history=task.history[len(task.history) - history_length :])

@@ -1,0 +1,281 @@
+"""One request's run of the agent: its event sink, its completion, and the streams over it.
+
+A :class:`Run` is created for every message the server accepts. Its executor runs on a
+pool thread and publishes through :meth:`Run.publish`, which writes to the task store
+(the store fans the event out to subscribers) and tracks when the run has **settled**:
+the task reached a terminal or interrupted state, the agent replied with one direct
+message, or ``execute`` returned. Blocking sends wait for that; streams follow the
+task's event log through a store subscription and end at the same moments.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Final
+
+from ..errors import (
+    InternalError,
+    InvalidAgentResponse,
+    RPCError,
+    TaskCanceled,
+    TaskNotFound,
+    UnsupportedOperation,
+)
+from ..types import Message, StreamEvent, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
+from .events import Subscription
+from .executor import AgentExecutor, RequestContext, TaskUpdater
+from .stores.base import StoredTask, TaskStore, is_final
+
+__all__ = ["EventStream", "Run", "RunStream", "SnapshotStream"]
+
+logger = logging.getLogger(__name__)
+
+#: How long a stream waits for the next event in one step when iterated plainly (the app
+#: uses :meth:`EventStream.poll` with its heartbeat interval instead).
+_ITER_STEP: Final = 1.0
+
+PushHook = Callable[[StoredTask, StreamEvent], None]
+
+
+class Run:
+    """One execution of the agent for one message. Thread-safe.
+
+    Args:
+        context: The request.
+        store: The task store.
+        principal: Owner of the task (the store's principal string).
+        on_event: Called after each stored event (push notifications).
+    """
+
+    def __init__(
+        self,
+        context: RequestContext,
+        store: TaskStore,
+        principal: str,
+        on_event: PushHook | None = None,
+    ) -> None:
+        self.context = context
+        self.task_id = context.task_id
+        self._store = store
+        self._principal = principal
+        self._on_event = on_event
+        self.updater = TaskUpdater(context, self.publish)
+        #: Set once the task exists in the store (or the run ended without one).
+        self.created = threading.Event()
+        #: Set once a blocking send may answer: final state, direct reply, or run end.
+        self.settled = threading.Event()
+        #: Set once ``execute`` returned or raised.
+        self.done = threading.Event()
+        self.reply: Message | None = None
+        self.error: RPCError | None = None
+        self._listeners: list[Subscription] = []
+        self._lock = threading.Lock()
+
+    # -- the sink ------------------------------------------------------------------------------
+
+    def publish(self, event: StreamEvent) -> None:
+        """Store one event checked by the updater, and wake whoever waits on the run."""
+        if isinstance(event, Message):
+            # A direct reply: answered to the caller, not stored (there is no task).
+            self.reply = event
+            self._wake(created=True, settled=True)
+            return
+        try:
+            if isinstance(event, Task):
+                stored = self._store.create_task(event, principal=self._principal)
+                self.created.set()
+            else:
+                stored = self._store.append_event(self.task_id, event)
+        except UnsupportedOperation as exc:  # the task ended meanwhile (canceled, say)
+            if self.context.is_cancelled:
+                raise TaskCanceled("the task was canceled", task_id=self.task_id) from exc
+            raise InvalidAgentResponse(f"{exc.message}; no event may follow") from exc
+        if self._on_event is not None:
+            self._on_event(stored, event)
+        if is_final(event):
+            self._wake(settled=True)
+
+    def _wake(self, *, created: bool = False, settled: bool = False) -> None:
+        if created:
+            self.created.set()
+        if settled:
+            self.settled.set()
+        with self._lock:
+            listeners = list(self._listeners)
+        for sub in listeners:
+            sub.interrupt()
+
+    def listen(self, sub: Subscription) -> None:
+        """Interrupt ``sub`` when the run replies or ends (streams then look at the run)."""
+        with self._lock:
+            self._listeners.append(sub)
+        if self.done.is_set() or self.reply is not None:
+            sub.interrupt()
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def execute(self, executor: AgentExecutor) -> None:
+        """Run ``executor.execute`` (on a pool thread); never raises."""
+        try:
+            executor.execute(self.context, self.updater)
+        except TaskCanceled:
+            logger.debug("task %s: execute stopped after cancellation", self.task_id)
+        except RPCError as exc:
+            logger.warning("task %s: agent raised %s", self.task_id, type(exc).__name__)
+            self._fail(exc)
+        except Exception:  # top of the agent's thread: log, fail the task, tell the caller
+            logger.exception("task %s: agent raised", self.task_id)
+            self._fail(InternalError())
+        finally:
+            self.finish()
+
+    def _fail(self, error: RPCError) -> None:
+        """Record a failure: the task (if any) becomes ``failed``; else callers get ``error``."""
+        stored = self._store.get_task(self.task_id, principal=None)
+        if stored is None or self.reply is not None:
+            self.error = error
+            return
+        if stored.task.status.state.is_terminal:
+            return
+        note = None
+        if not isinstance(error, InternalError):
+            note = Message.agent(
+                error.message, task_id=self.task_id, context_id=self.context.context_id
+            )
+        event = TaskStatusUpdateEvent(
+            task_id=self.task_id,
+            context_id=self.context.context_id,
+            status=TaskStatus.now(TaskState.failed, note),
+        )
+        try:
+            self.publish(event)
+        except RPCError:  # ended meanwhile: nothing to fail
+            logger.debug("task %s ended before it could be failed", self.task_id)
+
+    def finish(self) -> None:
+        """Mark the run ended (also when it never started: shutdown, refused)."""
+        if (
+            not self.created.is_set()
+            and self.reply is None
+            and self.error is None
+            and self._store.get_task(self.task_id, principal=None) is None
+        ):
+            self.error = InvalidAgentResponse(
+                "the agent returned without publishing a task or a message"
+            )
+        self.done.set()
+        self._wake(created=True, settled=True)
+
+    def outcome(self) -> Task | Message:
+        """What a blocking send answers now: the reply, the task, or the run's error.
+
+        Raises:
+            RPCError: The run failed before creating a task.
+        """
+        if self.reply is not None:
+            return self.reply
+        stored = self._store.get_task(self.task_id, principal=None)
+        if stored is not None:
+            return stored.task
+        if self.error is not None:
+            raise self.error
+        raise TaskNotFound()  # pragma: no cover - created is set only with a task
+
+
+class EventStream(Iterator[StreamEvent]):
+    """The events of one streaming call, read with :meth:`poll` (heartbeats) or ``next``.
+
+    Not thread-safe for reading (one reader); :meth:`close` may come from any thread.
+    """
+
+    def __init__(self, sub: Subscription, snapshot: Task | None = None) -> None:
+        self._sub = sub
+        self._buffer: deque[StreamEvent] = deque()
+        self._ended = False
+        # The opening snapshot of a continued task is not an end, whatever its state.
+        self._opening = snapshot
+        if snapshot is not None:
+            self._buffer.append(snapshot)
+
+    def poll(self, timeout: float | None) -> StreamEvent | None:
+        """The next event, or ``None`` if none came within ``timeout`` seconds.
+
+        Raises:
+            StopIteration: The stream ended.
+            RPCError: The run failed before creating a task.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self._buffer:
+                event = self._buffer.popleft()
+                if self._ends_with(event):
+                    self._ended = True
+                    self._buffer.clear()
+                return event
+            if self._ended:
+                self.close()
+                raise StopIteration
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            batch = self._sub.poll(remaining)
+            if batch:
+                self._buffer.extend(event for _, event in batch)
+                continue
+            if self._sub.interrupted or self._sub.closed:
+                tail = self._on_interrupt()
+                if tail is not None:
+                    self._buffer.append(tail)
+                self._ended = True
+                continue
+            return None
+
+    def __next__(self) -> StreamEvent:
+        while True:
+            event = self.poll(_ITER_STEP)
+            if event is not None:
+                return event
+
+    def _ends_with(self, event: StreamEvent) -> bool:
+        if event is self._opening:
+            self._opening = None
+            return False
+        return isinstance(event, Message) or is_final(event)
+
+    def _on_interrupt(self) -> StreamEvent | None:
+        """The subscription was interrupted: the last event to deliver, if any."""
+        return None
+
+    def close(self) -> None:
+        """Stop following the task. Idempotent."""
+        self._ended = True
+        self._sub.close()
+
+
+class SnapshotStream(EventStream):
+    """SubscribeToTask: the task as it is now, then every later event until it settles."""
+
+    def __init__(self, snapshot: Task, sub: Subscription) -> None:
+        super().__init__(sub)
+        self._buffer.append(snapshot)  # ends the stream if the task waits already
+
+
+class RunStream(EventStream):
+    """SendStreamingMessage: the run's events (after an optional snapshot) until it settles."""
+
+    def __init__(self, run: Run, sub: Subscription, snapshot: Task | None = None) -> None:
+        super().__init__(sub, snapshot)
+        self._run = run
+        run.listen(sub)
+
+    def _on_interrupt(self) -> StreamEvent | None:
+        # Everything the run stored was pushed to the subscription before it was
+        # interrupted, so the buffer holds it all: what is left is the run's own outcome.
+        run = self._run
+        if run.reply is not None:
+            return run.reply
+        if run.done.is_set() and run.error is not None:
+            raise run.error
+        return None
