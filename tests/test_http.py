@@ -624,7 +624,9 @@ def test_keep_alive_connections_are_reused(
 
 
 def test_many_threads_sharing_one_transport_never_cross_answers(
-    scripted_server: ScriptedServerFactory, transport_factory: TransportFactory
+    scripted_server: ScriptedServerFactory,
+    transport_factory: TransportFactory,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     def echo(sock: socket.socket, request: RecordedRequest) -> None:
         call = request.json()
@@ -661,6 +663,8 @@ def test_many_threads_sharing_one_transport_never_cross_answers(
     assert problems == []
     assert len(server.requests) == threads * calls
     assert server.connections_accepted <= threads  # pooled, not one per call
+    # The default pool (32) covers 32 threads: no "Connection pool is full" warnings.
+    assert [r for r in caplog.records if r.name.startswith("urllib3")] == []
 
 
 # -- CT-14: size caps ------------------------------------------------------------------------

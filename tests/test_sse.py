@@ -7,6 +7,7 @@ Reconnect waits go to an injected recorder unless the wait itself is what is tes
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -242,7 +243,7 @@ def test_server_retry_field_sets_the_wait_before_the_next_attempt(
     assert waits.delays == [1.5]
 
 
-def test_reconnect_waits_for_real_unless_closed(
+def test_default_reconnect_wait_lasts_the_server_reconnection_time(
     scripted_server: ScriptedServerFactory, transport: HTTPTransport
 ) -> None:
     server = scripted_server(in_turn(stream_of(b"retry: 300\ndata: a\n\n")))
@@ -576,20 +577,69 @@ def test_close_from_another_thread_during_an_idle_wait_cancels_the_consumer_prom
     assert stream.next_event() is None  # iterating a closed stream just stops
 
 
+class _LogSeen(logging.Handler):
+    """Sets an event when a log message containing ``text`` is emitted."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.text = text
+        self.seen = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.seen.set()
+
+
+@pytest.fixture
+def reconnect_announced() -> Iterator[threading.Event]:
+    """Set once an SSE reader announces that it waits before reconnecting."""
+    logger = logging.getLogger("a2a_sync._sse")
+    handler, level = _LogSeen("reconnecting"), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    yield handler.seen
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
 def test_close_during_the_reconnect_wait_returns_at_once_and_never_reconnects(
-    scripted_server: ScriptedServerFactory, transport: HTTPTransport
+    scripted_server: ScriptedServerFactory,
+    transport: HTTPTransport,
+    reconnect_announced: threading.Event,
 ) -> None:
     server = scripted_server(in_turn(stream_of(b"data: a\n\n", end="close")))
     policy = ReconnectPolicy(initial_delay=30.0)
-    stream = SSEStream(transport, get(server), reconnect_policy=policy)
+    stream = SSEStream(transport, get(server), reconnect_policy=policy)  # the real wait
     assert stream.next_event(timeout=WAIT) is not None
-    with pytest.raises(TransportError):  # nothing arrives while the stream waits to reconnect
-        stream.next_event(timeout=0.2)
+    assert reconnect_announced.wait(WAIT)  # the reader is in its 30 s wait
     started = time.monotonic()
     stream.close()
     assert time.monotonic() - started < 5  # not the 30 s reconnection time
     assert not stream._thread.is_alive()
     assert len(server.requests) == 1
+
+
+def test_idle_timeout_applies_to_a_close_delimited_stream(
+    wsgi_server: WsgiServerFactory,
+) -> None:
+    stop = threading.Event()
+
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterator[bytes]:
+        start_response("200 OK", [("Content-Type", "text/event-stream")])
+        yield b"data: a\n\n"
+        stop.wait(WAIT)  # then silence
+
+    url = wsgi_server(app, http10=True)
+    with HTTPTransport(timeout=Timeout(read=30, total=30)) as transport:
+        started = time.monotonic()
+        try:
+            with SSEStream(transport, StreamRequest("POST", url), idle_timeout=0.3) as s:
+                assert s.next_event(timeout=WAIT) is not None
+                with pytest.raises(StreamInterrupted):  # a POST is not reconnected
+                    s.next_event(timeout=WAIT)
+        finally:
+            stop.set()
+        assert time.monotonic() - started < 5  # the idle timeout, not the 30 s read timeout
 
 
 def test_close_while_a_reconnect_waits_for_its_answer_returns_at_once(
