@@ -356,12 +356,14 @@ class HTTPTransport:
         idempotent: bool = False,
         timeout: Timeout | float | tuple[float | None, float | None] | None = None,
         idle_timeout: float | None = C.DEFAULT_STREAM_IDLE_TIMEOUT,
+        retry: RetryPolicy | None = None,
         on_start: Callable[[Call], None] | None = None,
     ) -> StreamResponse:
         """Send a request and return once the response headers arrived.
 
         The call's deadline covers connecting and waiting for the headers; afterwards
-        only ``idle_timeout`` applies between received bytes.
+        only ``idle_timeout`` applies between received bytes. ``retry`` overrides the
+        transport's retry policy for the opening (a reconnect loop passes its own).
 
         ``on_start`` gets the call's handle before anything is sent, so another thread
         can abandon the opening with ``handle.cancel()`` (it then raises
@@ -374,7 +376,7 @@ class HTTPTransport:
             headers=headers,
             idempotent=idempotent,
             timeout=timeout,
-            retry=None,
+            retry=retry,
             on_start=on_start,
         )
         return StreamResponse(response, call, self, idle_timeout)

@@ -48,7 +48,7 @@ from .errors import (
     TransportError,
     excerpt,
 )
-from .policies import ReconnectPolicy, Timeout, parse_retry_after
+from .policies import ReconnectPolicy, RetryPolicy, Timeout, parse_retry_after
 
 __all__ = ["SSEStream", "ServerSentEvent", "StreamRequest", "ReconnectHook"]
 
@@ -59,6 +59,7 @@ _JSON_TYPES: Final = ("application/json", "application/a2a+json")
 #: Largest non-SSE body read to explain a failed stream request (an error document).
 _ERROR_BODY_LIMIT: Final = 64 * 1024
 _stream_numbers = itertools.count(1)
+_NO_RETRY: Final = RetryPolicy.none()
 
 
 @attrs.frozen
@@ -287,7 +288,7 @@ class SSEStream:
 
     # -- reader side ---------------------------------------------------------------------------
 
-    def _open(self, request: StreamRequest) -> StreamResponse:
+    def _open(self, request: StreamRequest, *, reconnecting: bool = False) -> StreamResponse:
         headers = {
             "Accept": _EVENT_STREAM,
             "Cache-Control": "no-store",
@@ -304,6 +305,9 @@ class SSEStream:
                 idempotent=request.idempotent,
                 timeout=self._timeout,
                 idle_timeout=self._idle_timeout,
+                # A reconnect is retried by the reconnect loop, with its backoff and cap;
+                # transport retries inside each attempt would multiply the attempts.
+                retry=_NO_RETRY if reconnecting else None,
                 on_start=self._opening_started,
             )
         finally:
@@ -458,7 +462,7 @@ class SSEStream:
                 if self._wait(delay):
                     return None
                 try:
-                    opened = self._open(request)
+                    opened = self._open(request, reconnecting=True)
                 except (TransportError, HTTPStatusError) as exc:
                     if not _worth_retrying(exc):
                         return exc  # reconnecting cannot help

@@ -286,6 +286,26 @@ def test_503_reconnects_back_off_exponentially_then_give_up(
     assert len(server.requests) == 1 + 3
 
 
+def test_reconnect_attempts_are_capped_by_the_reconnect_policy_alone(
+    scripted_server: ScriptedServerFactory,
+) -> None:
+    def busy(sock: socket.socket, request: RecordedRequest) -> None:
+        respond(sock, 503, b"busy")
+
+    server = scripted_server(in_turn(stream_of(b"data: a\n\n"), then=busy))
+    transport_waits = WaitRecorder()
+    with HTTPTransport(retry=RetryPolicy(max_retries=2), sleep=transport_waits) as transport:
+        stream_waits = WaitRecorder()
+        with SSEStream(transport, get(server), reconnect_policy=FAST, sleep=stream_waits) as s:
+            assert s.next_event(timeout=WAIT) is not None
+            with pytest.raises(StreamInterrupted):
+                s.next_event(timeout=WAIT)
+    # Three reconnects, one request each: the transport's own retries do not multiply them.
+    assert len(server.requests) == 1 + 3
+    assert transport_waits.delays == []
+    assert len(stream_waits.delays) == 3
+
+
 def test_server_that_accepts_and_closes_at_once_backs_off_instead_of_looping(
     scripted_server: ScriptedServerFactory, transport: HTTPTransport
 ) -> None:
