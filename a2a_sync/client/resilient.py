@@ -70,7 +70,13 @@ from ..types import (
     TaskState,
 )
 from .client import A2AClient, MessageInput, TimeoutArg
-from .resilient_stream import NOT_PROCESSED_STATUSES, ResilientTaskStream, diff_events, settled
+from .resilient_stream import (
+    NOT_PROCESSED_STATUSES,
+    ResilientTaskStream,
+    diff_events,
+    resumable,
+    settled,
+)
 
 __all__ = ["ResilientA2AClient", "ResilientTaskStream", "diff_events"]
 
@@ -201,9 +207,28 @@ class ResilientA2AClient:
         agents = self._agents_for(msg.task_id) if msg.task_id else self._agents
 
         def send(agent: A2AClient) -> SendResult:
-            return agent.send_message(msg, idempotent=resend, **kwargs)
+            sends = 1
+            while True:
+                try:
+                    return agent.send_message(msg, idempotent=resend, **kwargs)
+                except HTTPStatusError as exc:
+                    # The transport resends only opted-in messages; "not processed"
+                    # (429/503) is safe to resend regardless, after the agent's wait.
+                    delay = None if resend else self._resend_delay(exc, resend=False, sends=sends)
+                    if delay is None:
+                        raise
+                sends += 1
+                self._wait(delay)
 
-        result, agent = self._run(send, agents, send=True, message=msg, resend=resend)
+        result, agent = self._run(
+            send,
+            agents,
+            send=True,
+            message=msg,
+            resend=resend,
+            # Continuing a task of unknown owner: "not found" means "ask the next agent".
+            task_bound=msg.task_id is not None and len(agents) > 1,
+        )
         self._remember(result, agent)
         return result
 
@@ -401,6 +426,26 @@ class ResilientA2AClient:
         return self._agents[0]._message(
             message, task_id=kwargs.pop("task_id", None), context_id=kwargs.pop("context_id", None)
         )
+
+    def _resend_delay(self, exc: A2ASyncError, *, resend: bool, sends: int) -> float | None:
+        """L1 for messages: the wait before sending a message again after ``sends``
+        attempts failed with ``exc``, or ``None`` when it must not be sent again.
+
+        "Not processed" answers (429, 503) allow it always; failures after which the
+        agent may have acted only with ``resend`` (the caller opted in). The budget is
+        ``max_transport_retries``; a ``Retry-After`` beyond ``retry_after_max`` ends it.
+        """
+        config = self.config
+        if sends > config.max_transport_retries:
+            return None
+        retry_after = exc.retry_after if isinstance(exc, HTTPStatusError) else None
+        if isinstance(exc, HTTPStatusError) and exc.status_code in NOT_PROCESSED_STATUSES:
+            pass
+        elif not (resend and resumable(exc)):
+            return None
+        if retry_after is not None and retry_after > config.retry_after_max:
+            return None
+        return config.retry_policy().delay(sends, retry_after or None)
 
     def _wait(self, delay: float, cancelled: threading.Event | None = None) -> None:
         """Wait ``delay`` seconds (the injected ``sleep``, or until closed)."""

@@ -314,15 +314,9 @@ class ResilientTaskStream:
 
     def _resend_delay(self, exc: A2ASyncError) -> float | None:
         """The wait before sending the message again, or ``None`` if it must not be."""
-        if not self._resend or not resumable(exc):
-            return None
-        if self._sends > self._config.max_transport_retries:
-            return None
-        retry_after = exc.retry_after if isinstance(exc, HTTPStatusError) else None
-        if retry_after is not None and retry_after > self._config.retry_after_max:
-            return None
-        delay = self._config.retry_policy().delay(self._sends, retry_after)
-        self._sends += 1
+        delay = self._client._resend_delay(exc, resend=self._resend, sends=self._sends)
+        if delay is not None:
+            self._sends += 1
         return delay
 
     def _open_subscription(self) -> None:

@@ -377,18 +377,24 @@ def test_json_rpc_error_answer_is_not_retried(scripted_server: ScriptedServerFac
     assert sleeps.delays == []
 
 
-def test_retry_after_is_honoured(scripted_server: ScriptedServerFactory) -> None:
+@pytest.mark.parametrize("method", ["GetTask", "SendMessage"])
+def test_retry_after_is_honoured(scripted_server: ScriptedServerFactory, method: str) -> None:
     agent = ScriptedAgent(scripted_server)
     agent.on(
-        "GetTask",
+        method,
         status(429, {"Retry-After": "2"}),
         status(503, {"Retry-After": "3"}),
         agent.task(task_(TaskState.working)),
     )
     sleeps = Sleeps()
-    client = resilient(agent.client(sleep=sleeps))
+    client = resilient(agent.client(sleep=sleeps), sleep=sleeps)
 
-    client.get_task("t1")
+    if method == "GetTask":
+        client.get_task("t1")
+    else:  # "not processed": resent on the same agent without opting in
+        client.send_message("hi")
+        first, second, third = (json.loads(b)["params"] for b in agent.raw_bodies(method))
+        assert first == second == third
     assert sleeps.delays == [2.0, 3.0]
 
 
@@ -554,12 +560,12 @@ def test_backup_gets_its_own_credentials_never_the_primarys(
         backup.client(credentials=BearerToken("backup-secret")),
     )
 
-    # 503 says "not processed": failing over is safe without opting in.
+    # 503 says "not processed": after L1's retries, failing over is safe without opting in.
     client.send_message("hi")
-    (to_primary,) = primary.server.requests
-    (to_backup,) = backup.server.requests
-    assert to_primary.headers["Authorization"] == "Bearer primary-secret"
-    assert to_backup.headers["Authorization"] == "Bearer backup-secret"
+    to_primary = {r.headers["Authorization"] for r in primary.server.requests}
+    to_backup = {r.headers["Authorization"] for r in backup.server.requests}
+    assert to_primary == {"Bearer primary-secret"}
+    assert to_backup == {"Bearer backup-secret"}
     assert "primary-secret" not in repr(client)
 
 
@@ -583,7 +589,7 @@ def test_operations_on_a_task_stay_with_the_agent_that_owns_it(
     assert client.cancel_task("on-backup").state is TaskState.canceled
     with pytest.raises(HTTPStatusError):
         client.get_task("on-backup")  # the owner is down: no other agent is asked
-    assert [c["method"] for c in primary.calls()] == ["SendMessage"]
+    assert {c["method"] for c in primary.calls()} == {"SendMessage"}
 
 
 def test_a_task_of_unknown_owner_is_looked_up_agent_by_agent(
@@ -599,6 +605,19 @@ def test_a_task_of_unknown_owner_is_looked_up_agent_by_agent(
     assert client.get_task("elsewhere").id == "elsewhere"  # now known to live on the backup
     assert len(primary.calls("GetTask")) == 1
     assert len(backup.calls("GetTask")) == 2
+
+
+def test_a_reply_to_a_task_of_unknown_owner_is_tried_agent_by_agent(
+    scripted_server: ScriptedServerFactory,
+) -> None:
+    primary = ScriptedAgent(scripted_server)
+    primary.on("SendMessage", primary.error(-32001, "no such task"))
+    backup = ScriptedAgent(scripted_server)
+    backup.on("SendMessage", backup.task(task_(TaskState.completed, task_id="elsewhere")))
+    client = resilient(primary.client(), backup.client())
+
+    assert sent_task(client.reply("elsewhere", "Paris")).id == "elsewhere"
+    assert backup.calls("SendMessage")[0]["params"]["message"]["taskId"] == "elsewhere"
 
 
 def test_a_task_no_agent_knows_is_not_found(scripted_server: ScriptedServerFactory) -> None:
@@ -751,10 +770,11 @@ def test_input_required_carries_the_prompt_and_is_answered_with_one_call(
         client.send_and_wait("book a trip")
     assert info.value.prompt == "which city?"
 
+    refused = len(primary.calls())
     assert client.reply(info.value.task_id, "Paris").text == "city: Paris"
     answer = backup.calls("SendMessage")[1]["params"]["message"]
     assert answer["taskId"] == "trip"
-    assert len(primary.calls()) == 1  # the answer went to the agent that owns the task
+    assert len(primary.calls()) == refused  # the answer went to the agent that owns the task
 
 
 # -- L2: stream re-establishment ------------------------------------------------------------------
@@ -920,6 +940,21 @@ def test_opted_in_stream_resends_the_identical_message_after_an_early_cut(
     assert final.state is TaskState.completed
     first, second = agent.raw_bodies("SendStreamingMessage")
     assert json.loads(first)["params"] == json.loads(second)["params"]
+
+
+def test_stream_send_answered_not_processed_is_resent_to_the_same_agent(
+    scripted_server: ScriptedServerFactory,
+) -> None:
+    agent = ScriptedAgent(scripted_server)
+    done: list[StreamEvent] = [task_(TaskState.working), status_event(TaskState.completed)]
+    agent.on("SendStreamingMessage", status(503, {"Retry-After": "1"}), agent.stream(done))
+    sleeps = Sleeps()
+    client = resilient(agent.client(), sleep=sleeps)
+
+    assert client.stream_message("hi").get_final_task().state is TaskState.completed
+    first, second = (json.loads(b)["params"] for b in agent.raw_bodies("SendStreamingMessage"))
+    assert first == second
+    assert sleeps.delays == [1.0]
 
 
 def test_resubscribing_to_a_task_that_just_finished_reads_it_once(
