@@ -18,6 +18,7 @@ from a2a_sync.errors import (
     Cancelled,
     HTTPStatusError,
     InternalError,
+    StreamInterrupted,
     TaskNotCancelable,
     TaskNotFound,
     UnsupportedOperation,
@@ -35,6 +36,7 @@ from a2a_sync.types import (
     TaskStatusUpdateEvent,
 )
 from tests.peers.fixtures import AgentProcess
+from tests.support.fixtures import FaultProxyFactory
 
 from .conftest import PEER_TIMEOUT
 
@@ -364,3 +366,26 @@ def test_unsupported_version_header_is_a_typed_error(
         expected = VersionNotSupported if revision == "1.0" else InternalError
         with pytest.raises(expected):
             client.get_task("any")
+
+
+# -- dropped streams ----------------------------------------------------------------------------
+
+
+def test_cut_stream_names_the_task_and_a_resubscribe_finishes_it(
+    a2a_sdk_agent: AgentProcess, revision: str, fault_proxy: FaultProxyFactory
+) -> None:
+    proxy = fault_proxy(a2a_sdk_agent.url)
+    proxy.cut_after_events(3)
+    with A2AClient(proxy.url + "/", revision=revision, timeout=PEER_TIMEOUT) as client:  # type: ignore[arg-type]
+        with client.stream_message("slow 10") as stream, pytest.raises(StreamInterrupted) as info:
+            list(stream)
+        task_id = info.value.task_id
+        assert task_id is not None
+        assert stream.task is not None
+        assert stream.task.id == task_id
+        proxy.clear()
+        with client.subscribe(task_id) as resumed:
+            final = resumed.get_final_task()
+        assert final.state is TaskState.completed
+        assert final.artifacts[0].text == chunk_text(10)
+        assert final == client.get_task(task_id)
