@@ -556,12 +556,23 @@ def _root_reason(exc: BaseException) -> BaseException:
     return current
 
 
+def _describe(error: BaseException) -> str:
+    """A short reason: urllib3 prefixes connection errors with the connection's repr
+    (``_TrackedHTTPConnection(host=..., port=...): Failed to establish ...``), which says
+    nothing the URL does not already say."""
+    if isinstance(error, uex.NewConnectionError):
+        reason = str(error).split(": ", 1)[-1]
+        reason = reason.removeprefix("Failed to establish a new connection: ")
+        return reason
+    return f"{type(error).__name__}: {error}"
+
+
 def _translate_exception(exc: BaseException, url: str, call: Call) -> A2ASyncError:
     attempts = call.attempts
     if call.cancelled:
         return Cancelled(f"{url}: the call was cancelled", url=url, attempts=attempts)
     root = _root_reason(exc)
-    detail = f"{type(root).__name__}: {root}"
+    detail = _describe(root)
     deadline_passed = call.deadline is not None and time.monotonic() >= call.deadline
     if isinstance(exc, (rex.InvalidURL, rex.MissingSchema, rex.InvalidSchema, rex.InvalidHeader)):
         return ConfigurationError(f"invalid request for {url!r}: {exc}")
@@ -570,7 +581,10 @@ def _translate_exception(exc: BaseException, url: str, call: Call) -> A2ASyncErr
     if isinstance(
         root, (uex.NewConnectionError, uex.NameResolutionError, uex.ProxyError, uex.SSLError)
     ) or isinstance(exc, (rex.SSLError, rex.ProxyError)):
-        return ConnectError(f"{url}: could not connect ({detail})", url=url, attempts=attempts)
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        return ConnectError(
+            f"{url}: could not connect{tries} ({detail})", url=url, attempts=attempts
+        )
     if isinstance(root, (uex.ReadTimeoutError, TimeoutError, socket.timeout)) or isinstance(
         exc, rex.ReadTimeout
     ):
