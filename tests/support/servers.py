@@ -382,6 +382,9 @@ class ScriptedServer:
                 sock, _ = self._listener.accept()
             except OSError:
                 return
+            # Head and body go out in separate sends; without this, Nagle plus delayed
+            # ACKs hold the body back ~40 ms on a kept-alive connection.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
                 if self._closed:
                     sock.close()
