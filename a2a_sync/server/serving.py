@@ -1,0 +1,298 @@
+"""Run an application on waitress (the ``server`` extra): ``serve`` and ``serve_in_thread``.
+
+waitress is the supported server: pure Python, buffers whole requests before a worker
+thread sees them (slow clients cannot pin threads), streams chunked responses with an
+immediate flush, and notices a client that went away on the next write. Every open
+stream holds one of its threads, so the thread count is the application's stream cap
+plus :data:`DEFAULT_UNARY_THREADS` for everything else.
+
+::
+
+    a2a_sync.serve(app, port=8000)                    # blocks; Ctrl-C / SIGTERM stop it
+
+    with a2a_sync.serve_in_thread(app) as url:        # tests and notebooks
+        client = A2AClient.from_url(url)
+
+Binding a loopback address (the default) also turns on DNS-rebinding protection: requests
+must name ``localhost``, ``127.0.0.1`` or ``[::1]`` in ``Host``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any, Final
+
+from ..errors import ConfigurationError
+from ..types import AgentCard
+from .app import DEFAULT_GRACE_PERIOD, LOOPBACK_HOSTS, A2AApplication, host_allowed
+from .executor import AgentExecutor, ExecuteFunction
+from .stores.sqlite import SQLiteTaskStore
+
+__all__ = [
+    "DEFAULT_DATABASE",
+    "DEFAULT_PORT",
+    "DEFAULT_UNARY_THREADS",
+    "RunningServer",
+    "serve",
+    "serve_in_thread",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Port of ``serve`` when none is given.
+DEFAULT_PORT: Final = 8000
+#: waitress threads kept for unary calls besides one per allowed stream.
+DEFAULT_UNARY_THREADS: Final = 8
+#: The task database ``serve(executor, card=...)`` creates (in the working directory).
+DEFAULT_DATABASE: Final = "a2a-tasks.sqlite3"
+#: Grace period of ``serve_in_thread``: tests want a prompt stop.
+THREAD_GRACE: Final = 2.0
+
+
+class RunningServer:
+    """A waitress server for one WSGI application; stop it from any thread.
+
+    Args:
+        app: The application (an :class:`A2AApplication` is closed gracefully on stop).
+        host: Address to bind.
+        port: Port to bind (0: any free port).
+        threads: waitress worker threads (default: the app's stream cap plus
+            :data:`DEFAULT_UNARY_THREADS`).
+        **options: Further waitress settings (``channel_timeout``, ``connection_limit``,
+            ``trusted_proxy`` ...).
+
+    Raises:
+        ConfigurationError: waitress is not installed, or ``threads`` leaves no thread for
+            unary calls when every stream is open.
+    """
+
+    def __init__(
+        self,
+        app: Any,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        *,
+        threads: int | None = None,
+        **options: Any,
+    ) -> None:
+        try:
+            import waitress  # noqa: PLC0415 - optional dependency (the "server" extra)
+        except ImportError as exc:
+            raise ConfigurationError(
+                "serving needs waitress: pip install 'a2a-sync[server]'"
+            ) from exc
+        streams = app.max_streams if isinstance(app, A2AApplication) else 0
+        if threads is None:
+            threads = streams + DEFAULT_UNARY_THREADS
+        elif threads <= streams:
+            raise ConfigurationError(
+                f"threads={threads} must exceed the app's max_streams={streams}, or open "
+                "streams would leave no thread for other calls"
+            )
+        self.app = app
+        wsgi = app
+        if _is_loopback(host) and getattr(app, "allowed_hosts", None) is None:
+            wsgi = _LoopbackOnly(app)
+        self._server: Any = waitress.create_server(
+            wsgi, host=host, port=port, threads=threads, **options
+        )
+        self.host = host
+        self.port: int = self._server.effective_port
+        shown = f"[{host}]" if ":" in host else host
+        #: The base URL (``http://host:port``).
+        self.url = f"http://{shown}:{self.port}"
+        self._stopped = threading.Event()
+        self._stop_lock = threading.Lock()
+        self._stopping = False
+
+    def run(self) -> None:
+        """Serve until :meth:`stop` (blocks the calling thread)."""
+        try:
+            self._server.run()
+        finally:
+            self._stopped.set()
+
+    def stop(self, grace: float = DEFAULT_GRACE_PERIOD) -> bool:
+        """Stop accepting, close the app gracefully, close connections, join the threads.
+
+        Open streams end at once; unary calls in flight and running agents get up to
+        ``grace`` seconds. Idempotent.
+
+        Returns:
+            True when every thread ended in time.
+        """
+        with self._stop_lock:
+            if self._stopping:
+                return self._stopped.wait(grace)
+            self._stopping = True
+        from waitress import wasyncore  # noqa: PLC0415 - optional dependency
+        from waitress.server import BaseWSGIServer  # noqa: PLC0415
+
+        server = self._server
+        socket_map = server._map if hasattr(server, "_map") else server.map
+
+        def stop_listening() -> None:
+            for channel in list(socket_map.values()):
+                if isinstance(channel, BaseWSGIServer):
+                    channel.accepting = False
+                    wasyncore.dispatcher.close(channel)
+
+        trigger = _trigger(server, socket_map)
+        trigger.pull_trigger(stop_listening)
+        clean = True
+        if isinstance(self.app, A2AApplication):
+            clean = self.app.close(grace)
+        trigger.pull_trigger(lambda: wasyncore.close_all(socket_map))
+        stopped = self._stopped.wait(grace + 1.0)
+        server.task_dispatcher.shutdown(cancel_pending=True, timeout=grace)
+        left = list(server.task_dispatcher.threads)
+        if left:
+            logger.warning("waitress threads still running after shutdown: %d", len(left))
+        return clean and stopped and not left
+
+
+def _trigger(server: Any, socket_map: dict[int, Any]) -> Any:
+    trigger = getattr(server, "trigger", None)
+    if trigger is not None:
+        return trigger
+    from waitress.trigger import trigger as trigger_class  # noqa: PLC0415
+
+    for channel in socket_map.values():
+        if isinstance(channel, trigger_class):
+            return channel
+    raise ConfigurationError("waitress server without a trigger")  # pragma: no cover
+
+
+class _LoopbackOnly:
+    """WSGI middleware: 421 unless ``Host`` names a loopback host (DNS rebinding)."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._allowed = frozenset(LOOPBACK_HOSTS)
+        self.max_streams = getattr(app, "max_streams", 0)
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        if not host_allowed(environ.get("HTTP_HOST", ""), self._allowed):
+            body = b"unknown host\n"
+            start_response(
+                "421 Misdirected Request",
+                [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))],
+            )
+            return [body]
+        return self._app(environ, start_response)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _application(
+    app: Any, card: AgentCard | None, database: str | None, options: dict[str, Any]
+) -> Any:
+    """``app`` itself, or an A2AApplication for an executor + card on a SQLite store."""
+    if card is None:
+        return app
+    if not isinstance(app, AgentExecutor) and not callable(app):
+        raise ConfigurationError("with card=, the first argument is the agent executor")
+    executor: AgentExecutor | ExecuteFunction = app
+    store = SQLiteTaskStore(database or DEFAULT_DATABASE)
+    return A2AApplication(card, executor, task_store=store, **options)
+
+
+def serve(
+    app: Any,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    *,
+    card: AgentCard | None = None,
+    database: str | None = None,
+    threads: int | None = None,
+    grace: float = DEFAULT_GRACE_PERIOD,
+    app_options: dict[str, Any] | None = None,
+    **options: Any,
+) -> None:
+    """Serve until interrupted (Ctrl-C, SIGTERM), then shut down gracefully.
+
+    Args:
+        app: An :class:`A2AApplication` (or any WSGI app); or, with ``card``, the agent
+            executor, served with a durable SQLite task store.
+        host: Address to bind; loopback by default (and then protected against DNS
+            rebinding).
+        port: Port to bind.
+        card: The agent card, when ``app`` is an executor.
+        database: SQLite file for that case (default :data:`DEFAULT_DATABASE`).
+        threads: waitress worker threads (default: stream cap + 8).
+        grace: Seconds unary calls and agents get to finish on shutdown.
+        app_options: Further :class:`A2AApplication` arguments for the executor case.
+        **options: waitress settings.
+
+    Raises:
+        ConfigurationError: waitress is missing or the settings conflict.
+    """
+    application = _application(app, card, database, dict(app_options or {}))
+    server = RunningServer(application, host, port, threads=threads, **options)
+    stopper: list[threading.Thread] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if not stopper:
+            logger.info("signal %d: shutting down", signum)
+            thread = threading.Thread(
+                target=server.stop, args=(grace,), name="a2a-sync-shutdown", daemon=True
+            )
+            stopper.append(thread)
+            thread.start()
+
+    previous: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for which in (signal.SIGINT, signal.SIGTERM):
+            previous[which] = signal.signal(which, on_signal)
+    logger.info("serving %r on %s", application, server.url)
+    try:
+        server.run()
+    finally:
+        for which, handler in previous.items():
+            signal.signal(which, handler)
+        if stopper:
+            stopper[0].join(grace + 5.0)
+        else:
+            server.stop(grace)
+
+
+@contextlib.contextmanager
+def serve_in_thread(
+    app: Any,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    threads: int | None = None,
+    grace: float = THREAD_GRACE,
+    **options: Any,
+) -> Iterator[str]:
+    """Serve ``app`` on a background thread for the duration of a ``with`` block.
+
+    Yields the base URL (``http://127.0.0.1:<port>``; port 0 picks a free one). Leave the
+    card's ``supported_interfaces`` empty and the card advertises this URL. On exit the
+    server stops gracefully and its threads are joined.
+
+    Raises:
+        ConfigurationError: waitress is missing or the settings conflict.
+    """
+    server = RunningServer(app, host, port, threads=threads, **options)
+    thread = threading.Thread(target=server.run, name=f"a2a-sync-serve-{server.port}", daemon=True)
+    thread.start()
+    try:
+        yield server.url
+    finally:
+        server.stop(grace)
+        thread.join(grace + 5.0)
