@@ -143,6 +143,63 @@ def resumable(exc: BaseException) -> bool:
     )
 
 
+class _ReplayFilter:
+    """Drops the updates a subscription repeats from its own first-event snapshot.
+
+    a2a-sdk 1.3 attaches a subscriber to the task's event queue *before* it reads the
+    snapshot it sends first, so updates applied in between arrive twice: in the snapshot
+    and right after it (verified with a fast "chunks" task). Such repeats are exactly the
+    snapshot's latest parts of an artifact, in order, ending where the snapshot ends. The
+    filter holds appends while they match a run of the snapshot's parts; a run that
+    reaches the snapshot's end is dropped as a repeat, anything else releases what was held
+    (in order) and the filter steps aside. The snapshot's status repeated is dropped too.
+    """
+
+    def __init__(self, snapshot: Task) -> None:
+        self._parts = {a.artifact_id: a.parts for a in snapshot.artifacts}
+        self._status = snapshot.status
+        self._held: list[StreamEvent] = []
+        self._artifact: str | None = None
+        self._ends: set[int] = set()  # where the held run may end in the snapshot's parts
+        self._open = bool(self._parts)
+
+    def feed(self, event: StreamEvent) -> list[StreamEvent]:
+        """The events to pass on now (possibly none while a possible repeat is held)."""
+        if not self._open:
+            return [event]
+        if isinstance(event, TaskStatusUpdateEvent) and event.status == self._status:
+            return []  # the snapshot's own status (timestamp included) again
+        if (
+            isinstance(event, TaskArtifactUpdateEvent)
+            and event.append
+            and event.artifact.artifact_id in self._parts
+            and self._artifact in (None, event.artifact.artifact_id)
+        ):
+            parts = self._parts[event.artifact.artifact_id]
+            chunk = event.artifact.parts
+            starts = self._ends if self._held else set(range(len(parts) - len(chunk) + 1))
+            ends = {s + len(chunk) for s in starts if parts[s : s + len(chunk)] == chunk}
+            if len(parts) in ends:
+                logger.debug(
+                    "dropping %d update(s) repeated from the snapshot", len(self._held) + 1
+                )
+                self._held.clear()
+                self._open = False
+                return []
+            if ends:
+                self._held.append(event)
+                self._artifact = event.artifact.artifact_id
+                self._ends = ends
+                return []
+        return [*self.flush(), event]
+
+    def flush(self) -> list[StreamEvent]:
+        """Release whatever is held; the filter steps aside."""
+        held, self._held = self._held, []
+        self._open = False
+        return held
+
+
 class _Reply(Exception):
     """Carries a reply message out of an agent attempt (the agent answered without a task)."""
 
@@ -188,6 +245,8 @@ class ResilientTaskStream:
         self._stream: TaskStream | None = None
         self._raw = False
         self._delivered: Task | None = None  # the task as the consumer has seen it
+        self._replay: _ReplayFilter | None = None  # of the current resubscription
+        self._view: Task | None = None  # the task as the current resubscription has it
         self._pending: collections.deque[StreamEvent] = collections.deque()
         self._reply: Message | None = None
         self._finished = False
@@ -227,7 +286,7 @@ class ResilientTaskStream:
         return self._closed.is_set()
 
     def __iter__(self) -> Iterator[StreamEvent]:
-        return self
+        return self._events  # a for loop steps the generator directly
 
     def __next__(self) -> StreamEvent:
         return next(self._events)
@@ -358,6 +417,8 @@ class ResilientTaskStream:
             else:
                 if stream.message is not None:
                     self._reply = stream.message
+                if not self._raw:
+                    self._reconcile()
                 self._finished = True
 
     def _read(self, stream: TaskStream) -> Iterator[StreamEvent]:
@@ -368,17 +429,39 @@ class ResilientTaskStream:
                     self._client._remember_owner(stream.task_id, self._agent)
                 yield event
             return
-        # A resubscription: pass on what moves the delivered task forward, once.
-        view = stream.task
+        # A resubscription: its updates (minus repeats of its snapshot) are folded into
+        # the agent's view; the consumer gets what moves the delivered task forward.
+        replay, view = self._replay, self._view
+        assert replay is not None
         for event in stream:
-            previous, view = view, stream.task
-            assert view is not None
-            if previous is self._delivered and not isinstance(event, Task):
-                self._delivered = view  # in step with the agent: the event is new
-                self._failures = 0
-                yield event
-            else:
-                yield from self._advance(view)
+            for update in replay.feed(event):
+                previous, view = view, accumulate(view, update)
+                if previous is self._delivered and not isinstance(update, Task):
+                    self._delivered = view  # in step with the agent: the update is new
+                    self._failures = 0
+                    yield update
+                else:
+                    yield from self._advance(view)
+            self._view = view
+
+    def _reconcile(self) -> None:
+        """After a resubscribed stream ended: one GetTask, so the final task is the agent's.
+
+        The stream may have repeated an update its snapshot already held in a way no
+        client can tell from a new one (content equal to the snapshot's latest parts
+        that did not end where the snapshot ends); the stored task is the authority.
+        """
+        agent, task_id = self._agent, self._task_id
+        if agent is None or task_id is None or self._reply is not None:
+            return
+        try:
+            task = agent.get_task(task_id)
+        except A2ASyncError as exc:
+            if not resumable(exc):
+                raise
+            logger.debug("reading task %s after its stream ended failed: %s", task_id, exc)
+            return
+        self._pending.extend(self._advance(task, authoritative=settled(task)))
 
     def _after_drop(self, stream: TaskStream, exc: A2ASyncError) -> None:
         if self._raw:
@@ -465,6 +548,8 @@ class ResilientTaskStream:
             self._finished = True
         else:
             self._stream = stream
+            self._replay = _ReplayFilter(first)
+            self._view = first
             if self._closed.is_set():  # closed while this stream was opening
                 stream.close()
         return events
@@ -484,8 +569,12 @@ class ResilientTaskStream:
             self._finished = True
         return True  # either way no resubscribe helps; polling follows if not finished
 
-    def _advance(self, view: Task) -> list[StreamEvent]:
-        """Deliver what ``view`` (the agent's task) adds to what the consumer has seen."""
+    def _advance(self, view: Task, *, authoritative: bool = False) -> list[StreamEvent]:
+        """Deliver what ``view`` (the agent's task) adds to what the consumer has seen.
+
+        ``authoritative``: ``view`` is the settled task as stored, so where the delivered
+        task is ahead of it (a repeat slipped through), the agent's artifacts replace it.
+        """
         events = diff_events(self._delivered, view)
         if events:
             self._failures = 0  # progress: the reconnect budget starts again
@@ -493,8 +582,23 @@ class ResilientTaskStream:
             for event in events:
                 delivered = accumulate(delivered, event)
             self._delivered = delivered
-        if self._delivered is None or _same_progress(self._delivered, view):
-            self._delivered = view  # in step: adopt the agent's task (history included)
+        delivered = self._delivered
+        if delivered is not None and authoritative and not _same_progress(delivered, view):
+            events.extend(
+                TaskArtifactUpdateEvent(
+                    task_id=view.id,
+                    context_id=view.context_id or "",
+                    artifact=artifact,
+                    last_chunk=settled(view),
+                )
+                for artifact in view.artifacts
+                if artifact not in delivered.artifacts
+            )
+            logger.info("task %s: the stream's artifacts were corrected from GetTask", view.id)
+            delivered = view
+        if delivered is None or _same_progress(delivered, view):
+            delivered = view  # in step: adopt the agent's task (history included)
+        self._delivered = delivered
         return events
 
     # -- L3: poll ------------------------------------------------------------------------------

@@ -877,6 +877,7 @@ def test_events_backfilled_after_a_resubscribe_are_not_delivered_twice(
     ]
     agent.on("SendStreamingMessage", agent.stream(log[:4]))
     agent.on("SubscribeToTask", agent.stream(log, before=proxy.clear))
+    agent.on("GetTask", agent.task(task_(TaskState.completed, artifacts=[chunks_artifact(4)])))
     client = resilient(A2AClient(proxy.url + "/", transport=HTTPTransport(timeout=CALL_TIMEOUT)))
 
     proxy.cut_after_events(3)  # the client saw the task, chunk 0 and chunk 1
@@ -892,6 +893,109 @@ def test_events_backfilled_after_a_resubscribe_are_not_delivered_twice(
     final = stream.get_final_task()
     assert final.artifacts == [chunks_artifact(4)]
     assert fold(events).artifacts == final.artifacts
+
+
+def test_updates_a_subscription_repeats_from_its_snapshot_are_dropped(
+    scripted_server: ScriptedServerFactory, fault_proxy: FaultProxyFactory
+) -> None:
+    """CR-03 as a2a-sdk 1.3 does it: the snapshot, then again the updates it holds."""
+    agent = ScriptedAgent(scripted_server)
+    proxy = fault_proxy(agent.server.url)
+    agent.on("SendStreamingMessage", agent.stream([task_(TaskState.working), chunk(0)]))
+    snapshot = task_(TaskState.working, artifacts=[chunks_artifact(3)])
+    repeats: list[StreamEvent] = [status_event(TaskState.working), chunk(1), chunk(2)]
+    live: list[StreamEvent] = [chunk(3, last=True), status_event(TaskState.completed)]
+    agent.on("SubscribeToTask", agent.stream([snapshot, *repeats, *live], before=proxy.clear))
+    final = task_(TaskState.completed, artifacts=[chunks_artifact(4)])
+    agent.on("GetTask", agent.task(final))
+    client = resilient(A2AClient(proxy.url + "/", transport=HTTPTransport(timeout=CALL_TIMEOUT)))
+
+    proxy.cut_after_events(2)
+    stream = client.stream_message("chunks 4")
+    events = list(stream)
+
+    assert delivered_text(events) == "0,1,2,3,"
+    assert events[-2:] == live
+    assert stream.get_final_task() == final
+    assert len(agent.calls("GetTask")) == 1  # the stored task confirms the reassembly
+
+
+def test_new_updates_that_look_like_the_snapshot_are_delivered(
+    scripted_server: ScriptedServerFactory, fault_proxy: FaultProxyFactory
+) -> None:
+    """Content equal to the snapshot's parts is held only while it could be a repeat."""
+    agent = ScriptedAgent(scripted_server)
+    proxy = fault_proxy(agent.server.url)
+
+    def same(text: str, last: bool = False) -> TaskArtifactUpdateEvent:
+        parts = [Part.from_text(text)]
+        artifact = Artifact(artifact_id="chunks", parts=parts)
+        return TaskArtifactUpdateEvent(
+            task_id="t1", context_id="c1", artifact=artifact, append=True, last_chunk=last
+        )
+
+    first = Artifact(artifact_id="chunks", parts=[Part.from_text("a")])
+    agent.on(
+        "SendStreamingMessage",
+        agent.stream(
+            [
+                task_(TaskState.working),
+                TaskArtifactUpdateEvent(task_id="t1", context_id="c1", artifact=first),
+            ]
+        ),
+    )
+    snapshot = task_(
+        TaskState.working,
+        artifacts=[attrs.evolve(first, parts=[Part.from_text("a"), Part.from_text("b")])],
+    )
+    live: list[StreamEvent] = [same("a"), same("c", last=True), status_event(TaskState.completed)]
+    agent.on("SubscribeToTask", agent.stream([snapshot, *live], before=proxy.clear))
+    texts = ["a", "b", "a", "c"]
+    final = task_(
+        TaskState.completed,
+        artifacts=[Artifact(artifact_id="chunks", parts=[Part.from_text(t) for t in texts])],
+    )
+    agent.on("GetTask", agent.task(final))
+    client = resilient(A2AClient(proxy.url + "/", transport=HTTPTransport(timeout=CALL_TIMEOUT)))
+
+    proxy.cut_after_events(2)
+    events = list(client.stream_message("abac"))
+
+    # "a" matched the snapshot's first part but did not end where the snapshot ends.
+    assert delivered_text(events) == "abac"
+    assert fold(events).artifacts == final.artifacts
+
+
+def test_a_repeat_no_client_can_recognise_is_corrected_from_the_stored_task(
+    scripted_server: ScriptedServerFactory, fault_proxy: FaultProxyFactory
+) -> None:
+    """The final GetTask wins: what the stream got wrong is replaced, once."""
+    agent = ScriptedAgent(scripted_server)
+    proxy = fault_proxy(agent.server.url)
+    agent.on("SendStreamingMessage", agent.stream([task_(TaskState.working), chunk(0)]))
+    snapshot = task_(TaskState.working, artifacts=[chunks_artifact(3)])
+    # chunk 1 again (not ending where the snapshot ends: not recognisable), then chunk 3.
+    agent.on(
+        "SubscribeToTask",
+        agent.stream(
+            [snapshot, chunk(1), chunk(3, last=True), status_event(TaskState.completed)],
+            before=proxy.clear,
+        ),
+    )
+    final = task_(TaskState.completed, artifacts=[chunks_artifact(4)])
+    agent.on("GetTask", agent.task(final))
+    client = resilient(A2AClient(proxy.url + "/", transport=HTTPTransport(timeout=CALL_TIMEOUT)))
+
+    proxy.cut_after_events(2)
+    stream = client.stream_message("chunks 4")
+    events = list(stream)
+
+    assert stream.get_final_task() == final
+    assert fold(events).artifacts == final.artifacts
+    correction = events[-1]
+    assert isinstance(correction, TaskArtifactUpdateEvent)
+    assert not correction.append
+    assert correction.artifact == chunks_artifact(4)
     assert events[4].last_chunk  # type: ignore[union-attr]
 
 
@@ -1073,6 +1177,7 @@ def test_subscription_is_reestablished_after_a_transient_failure(
         status(500),
         agent.stream([task_(TaskState.working), status_event(TaskState.completed)]),
     )
+    agent.on("GetTask", agent.task(task_(TaskState.completed)))
     sleeps = Sleeps()
     client = resilient(agent.client(), sleep=sleeps)
 
