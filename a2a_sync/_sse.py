@@ -27,7 +27,7 @@ import itertools
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Final
 
 import attrs
@@ -141,6 +141,7 @@ class SSEStream:
         queue_size: int = C.DEFAULT_STREAM_QUEUE_SIZE,
         json_fallback: bool = False,
         sleep: Callable[[float], None] | None = None,
+        threaded: bool = True,
     ) -> None:
         self._transport = transport
         self._sleep = sleep
@@ -164,6 +165,7 @@ class SSEStream:
         self._finished = False
         self._lock = threading.Lock()  # guards _response and _opening
         self._opening: Call | None = None  # a (re)connect waiting for its answer
+        self._reading = False  # inline mode: the consumer is inside the socket read
         self.reconnects = 0  #: How many times the stream was re-established.
 
         response = self._open(request)  # raises in the caller's thread
@@ -173,12 +175,17 @@ class SSEStream:
         self._single_body: bytes | None = None
         if response.content_type in _JSON_TYPES:
             self._single_body = self._read_json_fallback(response)
-        self._thread = threading.Thread(
-            target=self._run,
-            name=f"a2a-sync-sse-{next(_stream_numbers)}",
-            daemon=True,
-        )
-        self._thread.start()
+        self._inline: Generator[list[ServerSentEvent], None, A2ASyncError | None] | None = None
+        self._thread: threading.Thread | None = None
+        if threaded:
+            self._thread = threading.Thread(
+                target=self._run,
+                name=f"a2a-sync-sse-{next(_stream_numbers)}",
+                daemon=True,
+            )
+            self._thread.start()
+        else:
+            self._inline = self._batches()
 
     # -- consumer side -----------------------------------------------------------------------
 
@@ -224,6 +231,8 @@ class SSEStream:
             return event
         if self._finished or self._closed.is_set():
             return None
+        if self._inline is not None:
+            return self._next_inline()
         try:
             item = self._queue.get(timeout=timeout)
         except queue.Empty:
@@ -243,6 +252,36 @@ class SSEStream:
             raise item.error
         return None
 
+    def _next_inline(self) -> ServerSentEvent | None:
+        """Read the socket in the consumer's own thread (no reader thread)."""
+        assert self._inline is not None
+        with self._lock:
+            self._reading = True
+        try:
+            batch = next(self._inline)
+        except StopIteration as end:
+            self._finish_inline()
+            if end.value is not None:
+                raise end.value from None
+            return None
+        except BaseException:
+            self._finish_inline()
+            raise
+        finally:
+            with self._lock:
+                self._reading = False
+        if self._closed.is_set():
+            self._finish_inline()
+        self._pending = batch
+        self._pending_index = 1
+        return batch[0]
+
+    def _finish_inline(self) -> None:
+        self._finished = True
+        self._release()
+        if self._closed.is_set():
+            raise Cancelled("the stream was closed", url=self._request.url)
+
     def close(self) -> None:
         """Stop reading, release the connection and join the reader thread.
 
@@ -258,12 +297,20 @@ class SSEStream:
             response.abort()
         if opening is not None:
             opening.cancel()
+        if self._inline is not None:
+            # A consumer blocked reading gets Cancelled from the aborted socket and releases
+            # the connection itself; otherwise nobody is reading and it is released here.
+            with self._lock:
+                reading = self._reading
+            if not reading:
+                self._release()
+            return
         # Unblock a reader waiting on a full queue, then wake a waiting consumer.
         self._drain()
         # If the queue is full the consumer sees the closed flag on its next call instead.
         with contextlib.suppress(queue.Full):
             self._queue.put_nowait(_CLOSED)
-        if self._thread is not threading.current_thread():
+        if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(C.THREAD_JOIN_TIMEOUT)
             if self._thread.is_alive():  # pragma: no cover - needs a wedged interpreter
                 logger.warning("SSE reader thread %s did not stop", self._thread.name)
@@ -384,25 +431,40 @@ class SSEStream:
                 return
 
     def _run(self) -> None:
+        """The reader thread: move event batches from the socket into the queue."""
+        batches = self._batches()
+        error: A2ASyncError | None = None
         try:
-            error = self._read_all()
+            while True:
+                try:
+                    batch = next(batches)
+                except StopIteration as end:
+                    error = end.value
+                    break
+                if not self._put(batch):
+                    break
         except A2ASyncError as exc:
             error = exc
         except Exception as exc:  # a bug must reach the consumer, not kill it silently
             logger.exception("SSE reader failed")
             error = ProtocolError(f"SSE reader failed: {type(exc).__name__}")
         finally:
-            with self._lock:
-                response, self._response = self._response, None
-            if response is not None:
-                response.close()
+            batches.close()
+            self._release()
         if not self._closed.is_set():
             self._put(_End(error))
 
-    def _read_all(self) -> A2ASyncError | None:
-        """Read, decode and reconnect until the stream ends; return the final error."""
+    def _release(self) -> None:
+        with self._lock:
+            response, self._response = self._response, None
+        if response is not None:
+            response.close()
+
+    def _batches(self) -> Generator[list[ServerSentEvent], None, A2ASyncError | None]:
+        """Read, decode and reconnect until the stream ends, yielding the events of each
+        read; return the final error (``None`` for a clean end or a close)."""
         if self._single_body is not None:
-            self._put([ServerSentEvent(data=self._single_body.decode("utf-8", "replace"))])
+            yield [ServerSentEvent(data=self._single_body.decode("utf-8", "replace"))]
             return None
         failures = 0
         decoder = self._decoder
@@ -426,7 +488,8 @@ class SSEStream:
                     events = decoder.feed(data)  # ResponseTooLarge ends the stream
                     if events:
                         failures = 0  # progress resets the backoff
-                        if not self._put(events):
+                        yield events
+                        if self._closed.is_set():
                             return None
                 decoder.finish()  # an unterminated final event is discarded
             if self._closed.is_set():

@@ -208,11 +208,11 @@ def sdk_server() -> Iterator[tuple[str, int]]:
 
 
 def ours_variants(
-    url: str,
+    url: str, *, threaded_streams: bool = True
 ) -> tuple[Callable[[int], int], Callable[[int], int], Callable[[], None]]:
     from a2a_sync.client import A2AClient
 
-    client = A2AClient.from_url(url, timeout=30)
+    client = A2AClient.from_url(url, timeout=30, threaded_streams=threaded_streams)
 
     def unary(n: int) -> int:
         for _ in range(n):
@@ -321,7 +321,12 @@ def official_variants(
 
 # -- running -------------------------------------------------------------------------------------
 
-CLIENTS = {"ours": ours_variants, "official": official_variants, "requests": requests_variants}
+CLIENTS = {
+    "ours": ours_variants,
+    "ours-inline": lambda url: ours_variants(url, threaded_streams=False),
+    "official": official_variants,
+    "requests": requests_variants,
+}
 #: (compared, against, target ratio of CPU per operation) for the unary workload.
 UNARY_TARGETS = [("ours", "requests", 1.15), ("ours", "official", 0.8)]
 #: Target CPU µs per event for our streaming client.
@@ -345,6 +350,8 @@ def run_workload(
     closers = []
     variants = []
     for name, build in CLIENTS.items():
+        if workload == "unary" and name == "ours-inline":
+            continue  # the stream reader mode does not touch unary calls
         unary, stream, close = build(url)
         closers.append(close)
         run = unary if workload == "unary" else stream
@@ -361,10 +368,20 @@ def run_workload(
             ok = "met" if ratio <= target else "MISSED"
             verdicts.append(f"{server}: {name}/{base} CPU {ratio:.2f} (target <= {target}) {ok}")
     else:
-        ours = next(s for s in summarize(results) if s["name"] == "ours")
-        cpu = float(ours["cpu_us_per_op"] or 0)
-        ok = "met" if cpu <= STREAM_TARGET_US else "MISSED"
-        verdicts.append(f"{server}: ours {cpu:.1f} µs/event (target <= {STREAM_TARGET_US}) {ok}")
+        # The µs target is the pure client cost, measured against the near-free server
+        # (performance-baseline.md: against a slow server every client pays extra
+        # wake-ups); against the a2a-sdk server the comparison is with the other clients.
+        for summary in summarize(results):
+            if not str(summary["name"]).startswith("ours"):
+                continue
+            cpu = float(summary["cpu_us_per_op"] or 0)
+            if server == "raw":
+                ok = "met" if cpu <= STREAM_TARGET_US else "MISSED"
+                verdict = f"(target <= {STREAM_TARGET_US}) {ok}"
+            else:
+                ratio = paired_cpu_ratio(results, str(summary["name"]), "official")
+                verdict = f"= {ratio:.2f} x the official client"
+            verdicts.append(f"{server}: {summary['name']} {cpu:.1f} µs/event {verdict}")
     return results, verdicts
 
 

@@ -708,3 +708,117 @@ def test_transport_close_cancels_its_open_streams_without_reconnecting(
         stream.close()
     assert waits.delays == []
     assert len(server.requests) == 1
+
+
+# -- inline mode: the consumer reads the socket itself (no reader thread) -------------------
+
+
+def test_inline_stream_delivers_events_promptly_without_a_reader_thread(
+    wsgi_server: WsgiServerFactory, transport: HTTPTransport
+) -> None:
+    gate = threading.Event()
+
+    def app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterator[bytes]:
+        start_response("200 OK", [("Content-Type", "text/event-stream")])
+        yield b"id: 1\ndata: first\n\n"
+        assert gate.wait(WAIT)
+        yield b"data: second\n\n"
+
+    url = wsgi_server(app, http10=True)
+    before = {thread.name for thread in threading.enumerate()}
+    with SSEStream(
+        transport,
+        StreamRequest("GET", url),
+        reconnect_policy=ReconnectPolicy.none(),
+        threaded=False,
+    ) as s:
+        first = next(s)
+        assert not gate.is_set()  # delivered while the server still waits
+        started = {thread.name for thread in threading.enumerate()} - before
+        gate.set()
+        rest = drain(s)
+    assert not [name for name in started if name.startswith("a2a-sync-sse")]
+    assert first == ServerSentEvent("first", id="1")
+    assert [event.data for event in rest] == ["second"]
+
+
+def test_inline_stream_closed_from_another_thread_cancels_the_blocked_consumer(
+    scripted_server: ScriptedServerFactory, transport: HTTPTransport, release: threading.Event
+) -> None:
+    def handler(sock: socket.socket, request: RecordedRequest) -> None:
+        write_head(sock, 200, SSE_HEAD)
+        write_chunk(sock, b"data: one\n\n")
+        hold(release)
+
+    server = scripted_server(handler)
+    stream = SSEStream(
+        transport, get(server), reconnect_policy=ReconnectPolicy.none(), threaded=False
+    )
+    assert next(stream).data == "one"
+    errors: list[BaseException] = []
+    blocked = threading.Event()
+
+    def consume() -> None:
+        blocked.set()
+        try:
+            next(stream)
+        except TransportError as exc:
+            errors.append(exc)
+
+    consumer = threading.Thread(target=consume, name="a2a-sync-test-consumer")
+    consumer.start()
+    assert blocked.wait(WAIT)
+    stream.close()
+    consumer.join(WAIT)
+    assert not consumer.is_alive()
+    assert [type(error) for error in errors] == [Cancelled]
+    assert next(stream, None) is None  # iterating a closed stream just stops
+
+
+def test_inline_stream_reconnects_in_the_consumer_thread_with_last_event_id(
+    scripted_server: ScriptedServerFactory, transport: HTTPTransport
+) -> None:
+    server = scripted_server(
+        in_turn(
+            stream_of(b"id: 1\ndata: a\n\nid: 2\ndata: b-cut", end="close"),
+            stream_of(b"id: 2\ndata: b\n\n"),
+        )
+    )
+    waits = WaitRecorder()
+    with SSEStream(transport, get(server), reconnect_policy=FAST, sleep=waits, threaded=False) as s:
+        events = drain(s)
+    assert [(e.id, e.data) for e in events] == [("1", "a"), ("2", "b")]
+    requests = server.wait_for_requests(3)  # the third is answered 204: stop reconnecting
+    assert requests[1].headers["Last-Event-ID"] == "1"
+    assert requests[2].headers["Last-Event-ID"] == "2"
+    assert s.reconnects == 2
+
+
+def test_inline_post_stream_that_drops_raises_stream_interrupted(
+    scripted_server: ScriptedServerFactory, transport: HTTPTransport
+) -> None:
+    server = scripted_server(stream_of(b"data: a\n\ndata: cut", end="reset"))
+    request = StreamRequest("POST", f"{server.url}/rpc", body=b"{}")
+    with SSEStream(transport, request, threaded=False) as s:
+        assert next(s).data == "a"
+        with pytest.raises(StreamInterrupted):
+            next(s)
+    assert len(server.requests) == 1  # a POST is never sent again
+
+
+def test_inline_stream_released_by_close_when_nobody_reads(
+    scripted_server: ScriptedServerFactory, transport: HTTPTransport, release: threading.Event
+) -> None:
+    def handler(sock: socket.socket, request: RecordedRequest) -> None:
+        write_head(sock, 200, SSE_HEAD)
+        write_chunk(sock, b"data: one\n\n")
+        hold(release)
+
+    server = scripted_server(handler)
+    stream = SSEStream(
+        transport, get(server), reconnect_policy=ReconnectPolicy.none(), threaded=False
+    )
+    assert next(stream).data == "one"
+    stream.close()
+    assert stream.closed
+    assert next(stream, None) is None

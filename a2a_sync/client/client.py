@@ -84,6 +84,11 @@ class A2AClient:
         timeout: Default limits per call.
         retry: Retry policy for failures that are safe to retry.
         stream_idle_timeout: Longest silence on a stream before it counts as dead.
+        threaded_streams: Read streams on a background thread that buffers events ahead
+            of the consumer (the default). ``False`` makes the consuming thread read the
+            socket itself: one thread wake-up per event instead of two, about 40 % less
+            CPU per event when events arrive one at a time (docs/decisions.md §8). Either
+            way :meth:`TaskStream.close` works from any thread.
         transport: An :class:`HTTPTransport` to share (then ``verify``, ``retry`` and
             ``timeout`` defaults come from it and :meth:`close` leaves it open).
         verify: TLS verification, as in requests.
@@ -102,6 +107,7 @@ class A2AClient:
         timeout: TimeoutArg = None,
         retry: RetryPolicy | None = None,
         stream_idle_timeout: float | None = C.DEFAULT_STREAM_IDLE_TIMEOUT,
+        threaded_streams: bool = True,
         transport: HTTPTransport | None = None,
         verify: bool | str = True,
         tenant: str | None = None,
@@ -120,6 +126,7 @@ class A2AClient:
         self._timeout = transport.timeout if timeout is None else Timeout.coerce(timeout)
         self._retry = retry if retry is not None and not self._owns_transport else None
         self._stream_idle_timeout = stream_idle_timeout
+        self._threaded_streams = threaded_streams
         self._card_fetch = _card_fetch
         self._card = card if card is not None else (_card_fetch.card if _card_fetch else None)
         self.extended_card: AgentCard | None = None
@@ -633,6 +640,7 @@ class A2AClient:
                 idle_timeout=self._stream_idle_timeout,
                 reconnect=reconnect,
                 json_fallback=True,
+                threaded=self._threaded_streams,
             )
         except HTTPStatusError as exc:
             self._raise_rpc_error_in(exc, request_id)
