@@ -16,10 +16,11 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn
 
 from ..errors import (
     A2ASyncError,
+    ConfigurationError,
     ConnectionClosed,
     DeadlineExceeded,
     HTTPStatusError,
@@ -31,6 +32,9 @@ from . import _cache, eras
 from . import types as t
 from .session import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, Handlers, MCPSession
 from .transports import Transport
+from .transports._httpbase import CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, AuthSource, Endpoint
+from .transports.http import StreamableHTTPTransport
+from .transports.legacy_sse import LegacySSETransport
 from .transports.stdio import (
     DEFAULT_INHERITED_ENV_VARS,
     DEFAULT_MAX_LINE_BYTES,
@@ -252,6 +256,138 @@ class MCPConnection:
                 max_line_bytes=max_line_bytes,
             )
 
+        return cls(
+            factory,
+            era=era,
+            timeout=timeout,
+            sampling_callback=sampling_callback,
+            elicitation_callback=elicitation_callback,
+            roots_callback=roots_callback,
+            logging_callback=logging_callback,
+            list_changed_callback=list_changed_callback,
+            resource_updated_callback=resource_updated_callback,
+            notification_callback=notification_callback,
+            log_level=log_level,
+            client_info=client_info,
+            validate_output=validate_output,
+            cache=cache,
+            discover_timeout=discover_timeout,
+            handshake_timeout=handshake_timeout,
+            input_required_max_rounds=input_required_max_rounds,
+        )
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: AuthSource | None = None,
+        transport: Literal["auto", "streamable-http", "sse"] = "auto",
+        connect_timeout: float = CONNECT_TIMEOUT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        verify: bool | str = True,
+        cert: str | tuple[str, str] | None = None,
+        trust_env: bool = True,
+        era: eras.EraSetting = "auto",
+        timeout: float = DEFAULT_TIMEOUT,
+        sampling_callback: Callable[[t.CreateMessageRequest], t.CreateMessageResult] | None = None,
+        elicitation_callback: Callable[[t.ElicitRequest], t.ElicitResult] | None = None,
+        roots_callback: Callable[[], Sequence[t.Root]] | None = None,
+        logging_callback: Callable[[t.LoggingMessage], None] | None = None,
+        list_changed_callback: Callable[[str], None] | None = None,
+        resource_updated_callback: Callable[[str], None] | None = None,
+        notification_callback: Callable[[str, dict[str, Any]], None] | None = None,
+        log_level: t.LoggingLevel | None = None,
+        client_info: t.Implementation | None = None,
+        validate_output: bool = True,
+        cache: bool = True,
+        discover_timeout: float = eras.DISCOVER_TIMEOUT,
+        handshake_timeout: float = HANDSHAKE_TIMEOUT,
+        input_required_max_rounds: int = DEFAULT_INPUT_REQUIRED_MAX_ROUNDS,
+    ) -> MCPConnection:
+        """Connect to an MCP server over HTTP.
+
+        ``transport="auto"`` speaks Streamable HTTP (both eras: a modern ``server/discover``
+        probe first, then ``initialize``) and falls back to the deprecated 2024-11-05
+        HTTP+SSE transport when the server refuses ``initialize`` with 400/404/405; the
+        verdicts are cached per endpoint for the life of the process (``ERA_CACHE``).
+        ``"sse"`` goes straight to HTTP+SSE (``url`` is then the SSE endpoint, e.g.
+        ``.../sse``).
+
+        Credentials: ``auth`` (a bearer token, or a callable returning the current one,
+        asked per request) and ``headers`` go on every request, only to ``url``'s origin:
+        redirects are refused and an HTTP+SSE message endpoint on another origin is
+        rejected. Neither they nor the server's session id are ever logged.
+
+        Example::
+
+            with MCPConnection.http("http://127.0.0.1:8000/mcp", auth=token) as conn:
+                print(conn.client().call_tool("add", {"a": 1, "b": 2}).text)
+
+        Args:
+            url: The MCP endpoint (``http(s)://host:port/mcp``); no credentials in it.
+            headers: Extra headers for every request (not the ones MCP itself uses).
+            auth: Bearer token, or a callable returning it.
+            transport: ``"auto"``, ``"streamable-http"`` (no fallback) or ``"sse"``.
+            connect_timeout: Seconds to connect.
+            read_timeout: Longest silence on a response before it counts as dead (the
+                per-call ``timeout`` usually ends a call first).
+            verify: TLS verification, as in requests (``False``, or a CA bundle path).
+            cert: Client certificate, as in requests.
+            trust_env: Take proxies and a CA bundle from the environment.
+            era: See :class:`MCPConnection` (as are the remaining arguments).
+            timeout: Default per-operation timeout of client handles.
+            sampling_callback: See :class:`MCPConnection`.
+            elicitation_callback: See :class:`MCPConnection`.
+            roots_callback: See :class:`MCPConnection`.
+            logging_callback: See :class:`MCPConnection`.
+            list_changed_callback: See :class:`MCPConnection`.
+            resource_updated_callback: See :class:`MCPConnection`.
+            notification_callback: See :class:`MCPConnection`.
+            log_level: See :class:`MCPConnection`.
+            client_info: See :class:`MCPConnection`.
+            validate_output: See :class:`MCPConnection`.
+            cache: See :class:`MCPConnection`.
+            discover_timeout: See :class:`MCPConnection`.
+            handshake_timeout: See :class:`MCPConnection`.
+            input_required_max_rounds: See :class:`MCPConnection`.
+
+        Raises:
+            ConfigurationError: Bad URL, headers or ``transport``.
+            TransportError: The server could not be reached.
+            HTTPStatusError: The server refused the connection (401: see
+                ``WWW-Authenticate`` in the message).
+        """
+        if transport not in ("auto", "streamable-http", "sse"):
+            raise ConfigurationError(
+                f"unknown MCP HTTP transport {transport!r}: use 'auto', 'streamable-http' or 'sse'"
+            )
+
+        def factory() -> Transport:
+            if transport == "sse":
+                return LegacySSETransport(
+                    url,
+                    headers=headers,
+                    auth=auth,
+                    connect_timeout=connect_timeout,
+                    verify=verify,
+                    cert=cert,
+                    trust_env=trust_env,
+                )
+            return StreamableHTTPTransport(
+                url,
+                headers=headers,
+                auth=auth,
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
+                verify=verify,
+                cert=cert,
+                trust_env=trust_env,
+                fallback_to_sse=transport == "auto",
+            )
+
+        Endpoint(url, headers=headers, auth=auth)  # bad arguments fail here, not mid-connect
         return cls(
             factory,
             era=era,

@@ -1,18 +1,28 @@
-"""An official-SDK ``MCPServer`` (mcp 2.3.0) over stdio, exercising what the client speaks.
+"""An official-SDK ``MCPServer`` (mcp 2.3.0), exercising what the client speaks.
 
-Speaks both eras (python-sdk pins a connection's era on its first message). Tools cover
-structured output, progress, logging, sampling / elicitation / roots (through ``Resolve``,
-which the SDK turns into server→client requests in the legacy era and ``input_required``
-rounds in the modern era) and a slow tool for cancellation.
+Speaks both eras (python-sdk pins a stdio connection's era on its first message; over
+HTTP the ``MCP-Protocol-Version`` header routes each request). Tools cover structured
+output, progress, logging, sampling / elicitation / roots (through ``Resolve``, which the
+SDK turns into server→client requests in the legacy era and ``input_required`` rounds in
+the modern era), a slow tool for cancellation, an ``x-mcp-header`` argument, and a tool
+that cuts its own response stream (resumption).
+
+Run ``python mcpserver_peer.py`` for stdio, or with ``http`` (Streamable HTTP at ``/mcp``)
+or ``sse`` (HTTP+SSE at ``/sse``) to serve 127.0.0.1 on a free port, printed first on
+stdout as ``PORT <n>``. ``http`` options: ``--json`` (JSON responses), ``--resumable``
+(an in-memory event store, priming events and ``retry: 100``).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import socket
+import sys
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
 from mcp.server.mcpserver.utilities.types import Image
+from mcp.server.streamable_http import EventMessage, EventStore
 from mcp_types import (
     Completion,
     CreateMessageResult,
@@ -21,9 +31,11 @@ from mcp_types import (
     SamplingMessage,
     TextContent,
 )
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 mcp = MCPServer("Peer", instructions="A test peer.")
+#: Tags of ``slow`` calls that were cancelled (observed through the ``cancelled`` tool).
+CANCELLED: list[str] = []
 
 
 class Point(BaseModel):
@@ -68,10 +80,38 @@ async def long_task(steps: int, ctx: Context) -> str:
 
 
 @mcp.tool()
-async def slow(seconds: float) -> str:
-    """Sleep, then answer (cancellation target)."""
-    await anyio.sleep(seconds)
+async def slow(seconds: float, tag: str = "") -> str:
+    """Sleep, then answer (cancellation target; a cancelled call records its tag)."""
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        CANCELLED.append(tag)
+        raise
     return "finished"
+
+
+@mcp.tool()
+def cancelled() -> list[str]:
+    """Tags of the slow calls that were cancelled so far."""
+    return list(CANCELLED)
+
+
+@mcp.tool()
+def regional(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+    """Echo a region that modern HTTP clients also mirror into the Mcp-Param-Region header."""
+    return f"region {region}"
+
+
+@mcp.tool()
+async def interrupted(ctx: Context) -> str:
+    """Report progress, cut its own response stream, keep working, then answer: a client
+    must resume with GET + Last-Event-ID to see the rest (needs ``--resumable``)."""
+    await ctx.report_progress(1, 3, "before the cut")
+    await ctx.close_sse_stream()
+    await anyio.sleep(0.3)
+    await ctx.report_progress(2, 3, "after the cut")
+    await anyio.sleep(0.1)
+    return "resumed"
 
 
 @mcp.tool()
@@ -162,5 +202,50 @@ async def complete(ref, argument, context):  # type: ignore[no-untyped-def]
     return None
 
 
+class MemoryEventStore(EventStore):
+    """Keeps every event so a client can resume any stream with Last-Event-ID."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, Any]] = []
+
+    async def store_event(self, stream_id: str, message: Any) -> str:
+        event_id = str(len(self.events) + 1)
+        self.events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send_callback: Any) -> str | None:
+        index = next((i for i, e in enumerate(self.events) if e[0] == last_event_id), None)
+        if index is None:
+            return None
+        stream_id = self.events[index][1]
+        for event_id, stream, message in self.events[index + 1 :]:
+            if stream == stream_id and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream_id
+
+
+def serve(app: Any) -> None:
+    """Serve ``app`` on 127.0.0.1, on a port bound here first (no race), printed first."""
+    import uvicorn
+
+    sock = socket.create_server(("127.0.0.1", 0))
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server.run(sockets=[sock])
+
+
 if __name__ == "__main__":
-    mcp.run()
+    mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    if mode == "http":
+        resumable = "--resumable" in sys.argv
+        serve(
+            mcp.streamable_http_app(
+                json_response="--json" in sys.argv,
+                event_store=MemoryEventStore() if resumable else None,
+                retry_interval=100 if resumable else None,
+            )
+        )
+    elif mode == "sse":
+        serve(mcp.sse_app())
+    else:
+        mcp.run()

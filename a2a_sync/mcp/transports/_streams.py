@@ -1,0 +1,420 @@
+"""The event streams of Streamable HTTP: one request's exchange, resuming its broken
+response stream (GET + ``Last-Event-ID``), and the session's GET stream.
+
+Every loop here runs on one thread (a worker, or the GET thread), reads with
+:func:`~._httpbase.pump` and hands messages to the session as they arrive. Waits and
+reads end at once when the exchange or stream is stopped from another thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from ... import _jsonrpc
+from ..._http import HTTPTransport, StreamResponse
+from ..._sse_decoder import ServerSentEvent, SSEDecoder
+from ..._urllib3 import Call
+from ...errors import (
+    A2ASyncError,
+    Cancelled,
+    ConnectionLost,
+    RedirectRefused,
+    ResponseTooLarge,
+    SessionExpired,
+    StreamInterrupted,
+    TransportError,
+    excerpt,
+)
+from ...policies import ReconnectPolicy, Timeout
+from . import MessageSink, Outgoing, RequestId
+from ._httpbase import (
+    ERROR_BODY_LIMIT,
+    EVENT_STREAM_TYPE,
+    LAST_EVENT_ID_HEADER,
+    SESSION_HEADER,
+    Endpoint,
+    decode_messages,
+    pump,
+    session_unknown,
+    status_error,
+)
+
+__all__ = ["Exchange", "Link", "Listener", "resume"]
+
+logger = logging.getLogger(__name__)
+
+#: Floor for any reconnect delay: a server sending ``retry: 0`` must not make us spin.
+MIN_RECONNECT_DELAY: Final = 0.1
+#: A GET stream that stayed open this long (or delivered a message) was healthy: its end
+#: does not count toward giving up (servers and proxies end idle streams routinely).
+HEALTHY_STREAM_TIME: Final = 10.0
+
+_READ: Final = "read"
+_RETRY: Final = "retry"
+_STOP: Final = "stop"
+
+
+class Link:
+    """What the stream loops need from their transport (immutable, shared)."""
+
+    __slots__ = ("endpoint", "http", "max_event_bytes", "name", "open_timeout", "policy")
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        http: HTTPTransport,
+        *,
+        name: str,
+        open_timeout: Timeout,
+        policy: ReconnectPolicy,
+        max_event_bytes: int,
+    ) -> None:
+        self.endpoint = endpoint
+        self.http = http
+        self.name = name
+        self.open_timeout = open_timeout
+        self.policy = policy
+        self.max_event_bytes = max_event_bytes
+
+    @property
+    def read_timeout(self) -> float | None:
+        return self.open_timeout.read
+
+    def open(
+        self, method: str, headers: dict[str, str], on_start: Callable[[Call], None]
+    ) -> StreamResponse:
+        """Open a GET (or POST with ``body``) whose answer may be an event stream."""
+        return self.http.open_stream(
+            method,
+            self.endpoint.url,
+            headers=headers,
+            idempotent=True,
+            timeout=self.open_timeout,
+            idle_timeout=self.read_timeout,
+            on_start=on_start,
+        )
+
+    def delay(self, failures: int, server_retry: float | None) -> float:
+        return max(MIN_RECONNECT_DELAY, self.policy.delay(max(failures, 1), server_retry))
+
+
+class Exchange:
+    """One request: its POST, the answer read for it, and any resumption.
+
+    Owned by the worker running it; :meth:`abort` may be called from any thread.
+    Internal exchanges (requests the transport replays itself) keep their answer in
+    :attr:`result` instead of handing it to the session.
+    """
+
+    __slots__ = (
+        "answered",
+        "body",
+        "call",
+        "context",
+        "decoder",
+        "events",
+        "failure",
+        "generation",
+        "internal",
+        "max_event_bytes",
+        "message",
+        "method",
+        "modern",
+        "refusal",
+        "request_id",
+        "result",
+        "sink",
+        "stop",
+        "wire_id",
+    )
+
+    def __init__(
+        self,
+        message: dict[str, Any],
+        context: Outgoing,
+        sink: MessageSink,
+        max_event_bytes: int,
+        *,
+        internal: bool = False,
+    ) -> None:
+        self.message = message
+        self.context = context
+        self.sink = sink
+        self.request_id: RequestId = message["id"]
+        #: The id on the wire: a re-issued request gets a new one.
+        self.wire_id: RequestId = self.request_id
+        self.method = context.method or ""
+        self.modern = "Mcp-Method" in context.headers
+        self.internal = internal
+        self.body = _jsonrpc.encode(message)
+        self.max_event_bytes = max_event_bytes
+        self.decoder = SSEDecoder(max_event_bytes)
+        #: Abandoned or closing: waits and reads end, quietly.
+        self.stop = threading.Event()
+        self.call: Call | None = None
+        self.answered = False
+        self.result: dict[str, Any] | None = None
+        self.events = 0
+        self.failure: TransportError | None = None
+        self.generation = 0
+        self.refusal: A2ASyncError | dict[str, Any] | None = None
+
+    def started(self, call: Call) -> None:
+        """``on_start`` of every HTTP call made for this exchange."""
+        self.call = call
+        if self.stop.is_set():
+            call.cancel()
+
+    def abort(self) -> None:
+        """Stop from any thread: the current call (opening or streaming) fails at once."""
+        self.stop.set()
+        call = self.call
+        if call is not None:
+            call.cancel()
+
+    def reissue(self, new_id: str) -> None:
+        """Send again under a new JSON-RPC id (the answer is mapped back to ours)."""
+        self.wire_id = new_id
+        self.message = {**self.message, "id": new_id}
+        self.body = _jsonrpc.encode(self.message)
+        self.decoder = SSEDecoder(self.max_event_bytes)
+        self.answered = False
+
+    def take(self, message: dict[str, Any]) -> None:
+        """Route one message read for this request: its answer (under the caller's id),
+        or whatever else the server sent along (notifications, server requests)."""
+        if "method" not in message:
+            answer_id = message.get("id")
+            if answer_id is None or answer_id == self.wire_id:
+                self.answered = True
+                if self.internal:
+                    self.result = message
+                    return
+                if answer_id != self.request_id:
+                    message = {**message, "id": self.request_id}
+        self.sink.deliver(message)
+
+    def read(self, response: StreamResponse, source: str) -> bool:
+        """Read the answer's event stream until the answer arrives or the stream ends.
+
+        Returns:
+            True when done (answered, or stopped from outside); False when the stream
+            ended first (:attr:`failure` says why, if it broke).
+        """
+
+        def on_event(event: ServerSentEvent) -> bool:
+            self.events += 1
+            if event.data:  # empty: a priming event; only its id matters
+                for message in decode_messages(event.data, source):
+                    self.take(message)
+            # Stop at the answer: servers end the stream after it anyway, and one that
+            # keeps it open must not hold this thread.
+            return self.answered
+
+        try:
+            self.failure = pump(response, self.decoder, on_event)
+        except Cancelled:
+            if self.stop.is_set():
+                return True
+            raise
+        return self.answered or self.stop.is_set()
+
+
+def resume(link: Link, exchange: Exchange, headers: Callable[[], dict[str, str]]) -> None:
+    """Legacy era: re-attach to a response stream that broke before the answer, with GET +
+    ``Last-Event-ID``, after the server's ``retry:``; the failure counter resets when a
+    resumed stream brings any event (a server that polls sends a priming event each time).
+
+    Returns once the answer was delivered or the exchange was stopped.
+
+    Raises:
+        ConnectionLost: No event id to resume from.
+        StreamInterrupted: The reconnect budget is spent.
+        SessionExpired: The server forgot the session meanwhile.
+        HTTPStatusError: The resuming GET was refused for good.
+    """
+    decoder = exchange.decoder
+    failure: A2ASyncError | None = exchange.failure
+    if not decoder.last_event_id:
+        raise ConnectionLost(
+            f"the response stream of {exchange.method} from {link.name} ended before the "
+            "answer, without an event id to resume from" + _detail(failure),
+            url=link.endpoint.name,
+        )
+    failures = 0
+    while True:
+        failures += 1
+        if failures > link.policy.max_attempts:
+            raise StreamInterrupted(
+                f"the response stream of {exchange.method} from {link.name} could not be "
+                f"resumed after {failures - 1} attempt(s)" + _detail(failure),
+                url=link.endpoint.name,
+                attempts=failures - 1,
+                last_event_id=decoder.last_event_id,
+            )
+        if exchange.stop.wait(link.delay(failures, decoder.retry)):
+            return
+        request_headers = headers()
+        # The same id until a resumed stream brings a newer one (MH-07).
+        request_headers[LAST_EVENT_ID_HEADER] = decoder.last_event_id
+        before = exchange.events
+        try:
+            response = link.open("GET", request_headers, exchange.started)
+        except Cancelled:
+            if exchange.stop.is_set():
+                return
+            raise
+        except (RedirectRefused, ResponseTooLarge):
+            raise  # the same next time
+        except TransportError as exc:
+            failure = exc
+            continue
+        with response:
+            status = response.status
+            if 200 <= status < 300 and response.content_type == EVENT_STREAM_TYPE:
+                if exchange.read(response, link.name):
+                    return
+                failure = exchange.failure
+                if exchange.events > before:
+                    failures = 0
+                continue
+            body = response.read_body(ERROR_BODY_LIMIT)
+            if SESSION_HEADER in request_headers and session_unknown(status, body):
+                raise SessionExpired(
+                    f"{link.name} ended the MCP session while {exchange.method} was running"
+                )
+            error = status_error(
+                "GET",
+                link.endpoint.name,
+                status,
+                body,
+                headers=response.headers,
+                content_type=response.content_type,
+            )
+            if status not in (408, 429) and status < 500:
+                raise error
+            failure = error
+
+
+def _detail(failure: A2ASyncError | None) -> str:
+    return f": {failure}" if failure is not None else ""
+
+
+class Listener:
+    """The GET stream of one session: server-initiated messages (legacy era).
+
+    Re-opened with ``Last-Event-ID`` when it ends. A stream that ends at once without a
+    message counts as a failure; after ``policy.max_attempts`` of those in a row (with
+    growing delays) it is given up (MH-06). A 405 means the server offers none. Stopped by
+    :meth:`halt` from any thread; its thread is a named daemon.
+    """
+
+    def __init__(
+        self,
+        link: Link,
+        sink: MessageSink,
+        headers: Callable[[], dict[str, str]],
+        name: str,
+    ) -> None:
+        self._link = link
+        self._sink = sink
+        self._headers = headers
+        self.stop = threading.Event()
+        self._call: Call | None = None
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def halt(self) -> None:
+        """Stop from any thread; an open stream is cut at once."""
+        self.stop.set()
+        call = self._call
+        if call is not None:
+            call.cancel()
+
+    def _started(self, call: Call) -> None:
+        self._call = call
+        if self.stop.is_set():
+            call.cancel()
+
+    def _run(self) -> None:
+        try:
+            self._listen()
+        except Exception:  # top of the GET thread: log; requests carry on without it
+            logger.exception("the GET stream of %s failed", self._link.name)
+
+    def _listen(self) -> None:
+        link = self._link
+        decoder = SSEDecoder(link.max_event_bytes)
+        failures = 0
+        received = 0
+
+        def on_event(event: ServerSentEvent) -> bool:
+            nonlocal received
+            if event.data:
+                for message in decode_messages(event.data, link.name):
+                    received += 1
+                    self._sink.deliver(message)
+            return self.stop.is_set()
+
+        while not self.stop.is_set():
+            opened = time.monotonic()
+            received = 0
+            headers = self._headers()
+            if decoder.last_event_id:
+                headers[LAST_EVENT_ID_HEADER] = decoder.last_event_id
+            try:
+                response = link.open("GET", headers, self._started)
+            except Cancelled:
+                return
+            except (RedirectRefused, ResponseTooLarge) as exc:
+                logger.warning("%s: no GET stream: %s", link.name, link.endpoint.redact(exc))
+                return
+            except TransportError as exc:
+                logger.debug("%s: GET stream: %s", link.name, link.endpoint.redact(exc))
+            else:
+                with response:
+                    verdict = self._verdict(response, SESSION_HEADER in headers)
+                    if verdict == _STOP:
+                        return
+                    if verdict == _READ:
+                        try:
+                            pump(response, decoder, on_event)
+                        except Cancelled:
+                            return
+            if self.stop.is_set():
+                return
+            healthy = received > 0 or time.monotonic() - opened >= HEALTHY_STREAM_TIME
+            failures = 0 if healthy else failures + 1
+            if failures > link.policy.max_attempts:
+                logger.warning(
+                    "the GET stream of %s ended at once %d times; not re-opening it "
+                    "(server messages still arrive on request streams)",
+                    link.name,
+                    failures,
+                )
+                return
+            if self.stop.wait(link.delay(failures, decoder.retry)):
+                return
+
+    def _verdict(self, response: StreamResponse, sent_session: bool) -> str:
+        """Read an event stream, retry after an outage, or stop (a refusal says why)."""
+        status = response.status
+        if 200 <= status < 300 and response.content_type == EVENT_STREAM_TYPE:
+            return _READ
+        name = self._link.name
+        body = response.read_body(ERROR_BODY_LIMIT)
+        if status == 405:
+            logger.debug("%s offers no GET stream (405)", name)
+        elif sent_session and session_unknown(status, body):
+            logger.debug("%s: the GET stream's session is gone; the next request renews it", name)
+        elif status in (408, 429) or status >= 500:
+            return _RETRY  # an outage: back off and try again
+        else:
+            logger.warning("%s refused the GET stream with HTTP %s %s", name, status, excerpt(body))
+        return _STOP
