@@ -7,9 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from a2a_sync.client import A2AClient, BearerToken
-from tests.peers.fixtures import AgentProcess, a2a_sdk_agent
-
-__all__ = ["a2a_sdk_agent"]
+from tests.peers.fixtures import AgentProcess
 
 #: Per-call limits for peer tests: loopback answers take milliseconds.
 PEER_TIMEOUT = 10.0
