@@ -126,6 +126,39 @@ def test_stream_cut_after_the_task_event_is_resumed_with_one_message_sent(
     assert len(user_messages(task)) == 1
 
 
+def test_fast_task_resumed_after_a_cut_delivers_every_chunk_once(
+    proxy: FaultProxy, direct: A2AClient, revision: str
+) -> None:
+    """CR-03 on a real agent: a2a-sdk may repeat updates its subscription snapshot holds."""
+    sleeps = ClearProxy(proxy)
+    client = ResilientA2AClient(via(proxy, revision), CONFIG, sleep=sleeps)
+
+    for _ in range(5):  # the repeat depends on timing inside the agent: several chances
+        proxy.cut_after_events(1)
+        stream = client.stream_message("chunks 30")
+        events = list(stream)
+
+        assert delivered_text(events) == "".join(f"{i}," for i in range(30))
+        final = stream.get_final_task()
+        assert final == direct.get_task(final.id)
+        assert fold(events).artifacts == final.artifacts
+
+
+def test_subscribe_follows_a_running_task_to_its_end(
+    proxy: FaultProxy, direct: A2AClient, revision: str
+) -> None:
+    client = ResilientA2AClient(via(proxy, revision), CONFIG, sleep=Sleeps())
+    started = direct.send_message("slow 5", return_immediately=True)
+    assert isinstance(started, Task)
+
+    stream = client.subscribe(started.id)
+    events = list(stream)
+
+    assert isinstance(events[0], Task)
+    assert stream.get_final_task() == direct.get_task(started.id)
+    assert delivered_text(events) == "0,1,2,3,4,"
+
+
 def test_resubscribe_budget_spent_falls_through_to_polling(
     proxy: FaultProxy, direct: A2AClient, revision: str
 ) -> None:
