@@ -1,3 +1,52 @@
-"""The A2A server: a WSGI application serving an agent from plain threads."""
+"""The A2A server: a WSGI application serving an agent from plain threads.
+
+::
+
+    from a2a_sync.server import A2AApplication, AgentExecutor, serve
+
+    class Echo(AgentExecutor):
+        def execute(self, context, updater):
+            updater.add_artifact(f"echo: {context.text}")
+            updater.complete()
+
+    serve(A2AApplication(card, Echo()), port=8000)
+
+See ``docs/server.md`` for deployment (waitress, gunicorn ``gthread``, mounting in Flask
+or Django, reverse proxies).
+"""
 
 from __future__ import annotations
+
+from .app import A2AApplication
+from .auth import APIKeys, Authenticator, BearerTokens, Principal
+from .context import CallContext
+from .executor import AgentExecutor, FunctionExecutor, RequestContext, TaskUpdater
+from .handler import DefaultRequestHandler, RequestHandler, StreamingRequestHandler
+from .push import PushSender
+from .runs import EventStream
+from .serving import RunningServer, serve, serve_in_thread
+from .stores import InMemoryTaskStore, SQLiteTaskStore, TaskStore
+
+__all__ = [
+    "A2AApplication",
+    "APIKeys",
+    "AgentExecutor",
+    "Authenticator",
+    "BearerTokens",
+    "CallContext",
+    "DefaultRequestHandler",
+    "EventStream",
+    "FunctionExecutor",
+    "InMemoryTaskStore",
+    "Principal",
+    "PushSender",
+    "RequestContext",
+    "RequestHandler",
+    "RunningServer",
+    "SQLiteTaskStore",
+    "StreamingRequestHandler",
+    "TaskStore",
+    "TaskUpdater",
+    "serve",
+    "serve_in_thread",
+]
