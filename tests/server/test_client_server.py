@@ -96,9 +96,8 @@ def test_cancel_and_subscribe(client: A2AClient, agent: EchoAgent) -> None:
     assert isinstance(done, Task)
     with pytest.raises(TaskNotCancelable):
         client.cancel_task(done.id)
-    with pytest.raises(UnsupportedOperation):
-        with client.subscribe(done.id) as stream:
-            list(stream)
+    with pytest.raises(UnsupportedOperation), client.subscribe(done.id) as stream:
+        list(stream)
     with pytest.raises(TaskNotFound):
         client.get_task("no-such-task")
 

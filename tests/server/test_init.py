@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import a2a_sync.server as server
+from a2a_sync import server
 
 PACKAGE = Path(server.__file__).parent
 
