@@ -1,0 +1,347 @@
+"""A2A server: a2a_sync on waitress vs the official a2a-sdk server on uvicorn.
+
+Both servers run the same echo agent in their own process (spawned by this script with
+``--serve``), with in-memory task stores, A2A 1.0 JSON-RPC on ``/``. One client drives
+both: ``http.client`` with keep-alive (cheap, so the box's two cores go to the servers).
+The figures to read are **server µs/op** (server process CPU per operation, from
+``/proc``) and, for the 8-thread variants, the rate ratio.
+
+Variants (``ours-*`` compared with ``sdk-*``):
+
+* ``*-msg``: SendMessage answered with a direct Message (the agent replies).
+* ``*-task``: SendMessage answered with a completed Task (task, working, artifact, done).
+* ``*-stream``: SendStreamingMessage with 100 artifact chunks; one op = one event.
+* ``*-8t``: ``*-task`` from 8 client threads, each on its own connection.
+
+Run from the repo top::
+
+    .venv/bin/python -m benchmarks.a2a_server                  # every variant
+    .venv/bin/python -m benchmarks.a2a_server --reps 3 --n 400 --only ours-stream
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from benchmarks.harness import Variant, run_cli
+
+CHUNKS = 100
+THREADS = 8
+
+
+# -- the servers (run in their own process) ------------------------------------------------------
+
+
+def serve_ours(port: int) -> None:
+    from a2a_sync.server import A2AApplication, AgentExecutor, RequestContext, TaskUpdater
+    from a2a_sync.server.serving import RunningServer
+    from a2a_sync.types import AgentCapabilities, AgentCard
+
+    class Echo(AgentExecutor):
+        def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
+            text = context.text
+            if text == "reply":
+                updater.reply(f"echo: {text}")
+                return
+            updater.start_work()
+            if text.startswith("chunks "):
+                count = int(text.split()[1])
+                aid = None
+                for i in range(count):
+                    aid = updater.add_artifact(
+                        f"c{i};", artifact_id=aid, append=i > 0, last_chunk=i == count - 1
+                    )
+            else:
+                updater.add_artifact(f"echo: {text}", name="echo", last_chunk=True)
+            updater.complete()
+
+    card = AgentCard(
+        name="Echo",
+        description="echo",
+        version="1",
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+    )
+    server = RunningServer(A2AApplication(card, Echo()), "127.0.0.1", port)
+    print("ready", flush=True)
+    server.run()
+
+
+def serve_sdk(port: int) -> None:
+    import uvicorn
+    from a2a.helpers import new_task, new_text_message
+    from a2a.server.agent_execution import AgentExecutor, RequestContext
+    from a2a.server.events import EventQueue
+    from a2a.server.request_handlers import DefaultRequestHandler
+    from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+    from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+    from a2a.types import AgentCapabilities, AgentCard, AgentInterface, Part, Role, TaskState
+    from starlette.applications import Starlette
+
+    class Echo(AgentExecutor):
+        async def execute(self, context: RequestContext, queue: EventQueue) -> None:
+            text = context.get_user_input()
+            if text == "reply":
+                await queue.enqueue_event(
+                    new_text_message(
+                        f"echo: {text}", context_id=context.context_id, role=Role.ROLE_AGENT
+                    )
+                )
+                return
+            await queue.enqueue_event(
+                new_task(
+                    context.task_id,
+                    context.context_id,
+                    TaskState.TASK_STATE_SUBMITTED,
+                    history=[context.message],
+                )
+            )
+            updater = TaskUpdater(queue, context.task_id, context.context_id)
+            await updater.start_work()
+            if text.startswith("chunks "):
+                count = int(text.split()[1])
+                for i in range(count):
+                    await updater.add_artifact(
+                        [Part(text=f"c{i};")],
+                        artifact_id="a",
+                        append=i > 0,
+                        last_chunk=i == count - 1,
+                    )
+            else:
+                await updater.add_artifact(
+                    [Part(text=f"echo: {text}")], name="echo", last_chunk=True
+                )
+            await updater.complete()
+
+        async def cancel(self, context: RequestContext, queue: EventQueue) -> None:
+            raise NotImplementedError
+
+    url = f"http://127.0.0.1:{port}/"
+    card = AgentCard(
+        name="Echo",
+        description="echo",
+        version="1",
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        supported_interfaces=[
+            AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0", url=url)
+        ],
+    )
+    handler = DefaultRequestHandler(
+        agent_executor=Echo(), task_store=InMemoryTaskStore(), agent_card=card
+    )
+    app = Starlette(
+        routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
+    )
+    print("ready", flush=True)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+# -- the client (same for both) ------------------------------------------------------------------
+
+
+def _body(method: str, text: str, request_id: int) -> bytes:
+    message = {
+        "role": "ROLE_USER",
+        "messageId": f"m{request_id}-{time.monotonic_ns()}",
+        "parts": [{"text": text}],
+    }
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {"message": message}}
+    ).encode()
+
+
+_HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
+
+
+class Client:
+    """One keep-alive connection; JSON-RPC over http.client."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.ids = 0
+
+    def _post(self, method: str, text: str) -> http.client.HTTPResponse:
+        self.ids += 1
+        body = _body(method, text, self.ids)
+        try:
+            self.conn.request("POST", "/", body, _HEADERS)
+            return self.conn.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            # An idle keep-alive connection closed by the server (uvicorn: after 5 s).
+            self.conn.close()
+            self.conn.request("POST", "/", body, _HEADERS)
+            return self.conn.getresponse()
+
+    def send(self, text: str) -> dict[str, Any]:
+        response = self._post("SendMessage", text)
+        result: dict[str, Any] = json.loads(response.read())["result"]
+        return result
+
+    def stream(self, text: str) -> int:
+        """Run one stream to its end; return the number of events."""
+        response = self._post("SendStreamingMessage", text)
+        events = 0
+        while True:
+            line = response.readline()
+            if not line:
+                break
+            if line.startswith(b"data:"):
+                events += 1
+        return events
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _check(result: dict[str, Any], kind: str) -> None:
+    if kind == "msg":
+        assert result["message"]["parts"][0]["text"] == "echo: reply", result
+    else:
+        assert result["task"]["status"]["state"] == "TASK_STATE_COMPLETED", result
+        assert result["task"]["artifacts"][0]["parts"][0]["text"] == "echo: hi", result
+
+
+def unary(client: Client, text: str, kind: str) -> Callable[[int], list[float]]:
+    _check(client.send(text), kind)
+
+    def run(n: int) -> list[float]:
+        latencies = []
+        for _ in range(n):
+            start = time.perf_counter()
+            client.send(text)
+            latencies.append(time.perf_counter() - start)
+        return latencies
+
+    return run
+
+
+def streaming(client: Client) -> Callable[[int], int]:
+    per_stream = client.stream(f"chunks {CHUNKS}")
+    assert per_stream == CHUNKS + 3, per_stream  # task, working, chunks, completed
+
+    def run(n: int) -> int:
+        done = 0
+        while done < n:
+            done += client.stream(f"chunks {CHUNKS}")
+        return done
+
+    return run
+
+
+def threaded(port: int) -> Callable[[int], list[float]]:
+    clients = [Client(port) for _ in range(THREADS)]
+    for c in clients:
+        _check(c.send("hi"), "task")
+
+    def run(n: int) -> list[float]:
+        per = max(1, n // THREADS)
+        latencies: list[list[float]] = [[] for _ in clients]
+
+        def worker(i: int) -> None:
+            for _ in range(per):
+                start = time.perf_counter()
+                clients[i].send("hi")
+                latencies[i].append(time.perf_counter() - start)
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(THREADS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return [x for group in latencies for x in group]
+
+    return run
+
+
+# -- orchestration -------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _spawn(which: str) -> tuple[subprocess.Popen[bytes], int]:
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.a2a_server", "--serve", which, str(port)],
+        stdout=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == b"ready"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    return process, port
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--serve", nargs=2)
+    args, rest = parser.parse_known_args()
+    if args.serve:
+        which, port = args.serve
+        (serve_ours if which == "ours" else serve_sdk)(int(port))
+        return
+    servers = {name: _spawn(name) for name in ("sdk", "ours")}
+    try:
+        variants = []
+        for name, (process, port) in servers.items():
+            variants += [
+                Variant(
+                    f"{name}-msg",
+                    unary(Client(port), "reply", "msg"),
+                    server_pid=process.pid,
+                    baseline="sdk-msg",
+                ),
+                Variant(
+                    f"{name}-task",
+                    unary(Client(port), "hi", "task"),
+                    server_pid=process.pid,
+                    baseline="sdk-task",
+                ),
+                Variant(
+                    f"{name}-stream",
+                    streaming(Client(port)),
+                    server_pid=process.pid,
+                    baseline="sdk-stream",
+                ),
+                Variant(f"{name}-8t", threaded(port), server_pid=process.pid, baseline="sdk-8t"),
+            ]
+        run_cli(
+            variants,
+            baseline="sdk-task",
+            default_n=400,
+            title="A2A server: a2a_sync (waitress) vs a2a-sdk (uvicorn), same agent and client",
+            argv=rest,
+        )
+    finally:
+        for process, _ in servers.values():
+            process.terminate()
+            process.wait(10)
+            if process.stdout is not None:
+                process.stdout.close()
+
+
+if __name__ == "__main__":
+    main()
