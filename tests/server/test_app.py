@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from a2a_sync import errors as e
 from a2a_sync._methods import Operation
 from a2a_sync.errors import TaskNotFound
 from a2a_sync.server.app import LOOPBACK_HOSTS, A2AApplication
@@ -530,3 +531,86 @@ def test_push_config_delete_answers_null_result(app: A2AApplication) -> None:
     ).json()
     assert deleted == {"jsonrpc": "2.0", "id": 1, "result": None}
     assert Message  # imported for type references in helpers
+
+
+class _Raises:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def dispatch(self, operation: Operation, params: Any, call: CallContext) -> Any:
+        raise self.error
+
+    def dispatch_stream(self, operation: Operation, params: Any, call: CallContext) -> Any:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        e.TaskNotFound(),
+        e.TaskNotCancelable(),
+        e.PushNotificationNotSupported(),
+        e.UnsupportedOperation(),
+        e.ContentTypeNotSupported(),
+        e.InvalidAgentResponse(),
+        e.ExtendedAgentCardNotConfigured(),
+        e.ExtensionSupportRequired(),
+        e.VersionNotSupported(),
+    ],
+    ids=lambda err: type(err).__name__,
+)
+@pytest.mark.parametrize(("method", "version"), [("CancelTask", "1.0"), ("tasks/cancel", None)])
+def test_every_a2a_error_code_reaches_the_client_on_both_revisions(
+    error: e.RPCError, method: str, version: str | None
+) -> None:
+    application = A2AApplication(card(), handler=_Raises(error))
+    got = rpc(application, method, {"id": "t"}, version=version).json()["error"]
+    assert got["code"] == error.code
+    assert got["message"] == error.message
+
+
+def test_credentials_and_tokens_never_reach_the_logs(
+    agent: EchoAgent, caplog: pytest.LogCaptureFixture
+) -> None:
+    application = A2AApplication(
+        card(), agent, authenticate=BearerTokens({"bearer-secret-1": "alice"})
+    )
+    headers = {"Authorization": "Bearer bearer-secret-1", "X-Api-Key": "key-secret-2"}
+    try:
+        with caplog.at_level(logging.DEBUG):
+            task = rpc(application, "SendMessage", SEND_1_0, headers=headers).json()["result"][
+                "task"
+            ]
+            rpc(
+                application,
+                "CreateTaskPushNotificationConfig",
+                {
+                    "taskId": task["id"],
+                    "url": "https://hooks.example/x",
+                    "token": "push-secret-3",
+                    "authentication": {"scheme": "Bearer", "credentials": "push-secret-4"},
+                },
+                headers=headers,
+            ).read()
+            rpc(
+                application,
+                "SendMessage",
+                {"message": {"role": "ROLE_USER", "messageId": "b", "parts": [{"text": "boom"}]}},
+                headers=headers,
+            ).read()
+            rpc(
+                application,
+                "GetTask",
+                {"id": "nope"},
+                headers={"Authorization": "Bearer wrong-secret-5"},
+            ).read()
+        for secret in (
+            "bearer-secret-1",
+            "key-secret-2",
+            "push-secret-3",
+            "push-secret-4",
+            "wrong-secret-5",
+        ):
+            assert secret not in caplog.text
+    finally:
+        application.close(WAIT)

@@ -189,3 +189,22 @@ def test_credentials_never_reach_logs(
         assert sender.flush(WAIT)
     assert "secret" not in caplog.text
     assert "secret" not in repr(target)
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["2130706433", "0x7f000001", "0177.0.0.1", "127.1", "[::ffff:127.0.0.1]", "localhost", "[::1]"],
+)
+def test_loopback_in_any_encoding_is_refused_after_resolution(
+    hook: WebhookReceiver, host: str
+) -> None:
+    port = hook.url.rsplit(":", 1)[1]
+    strict = PushSender()
+    try:
+        target = config(f"http://{host}:{port}/hook")
+        strict.notify(StoredTask(task(), 2, ""), event(TaskState.working), [target])
+        assert strict.flush(WAIT)
+        assert hook.received == []  # the receiver listens right there: nothing reached it
+        assert strict.dropped == 1
+    finally:
+        strict.close(WAIT)
