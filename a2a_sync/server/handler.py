@@ -255,6 +255,8 @@ class DefaultRequestHandler:
         else:
             task_id = str(uuid.uuid4())
             context_id = message.context_id or str(uuid.uuid4())
+            if not self.store.bind_context(context_id, principal):
+                raise InvalidParams("contextId is not available to this caller")
         claimed = self.store.claim_message(principal, message.message_id, task_id)
         if claimed is not None:
             earlier = self._earlier(claimed, principal, streaming)

@@ -439,3 +439,14 @@ def test_after_close_new_messages_fail_with_internal_error(agent: EchoAgent) -> 
     assert h.close(WAIT)
     with pytest.raises(InternalError):
         send(h, "hello")
+
+
+def test_another_principal_cannot_join_a_conversation(handler: DefaultRequestHandler) -> None:
+    task = send(handler, "hello")
+    assert isinstance(task, Task)
+    assert task.context_id
+    with pytest.raises(InvalidParams):
+        send(handler, "", message=Message.user("hi", context_id=task.context_id), call=BOB)
+    again = send(handler, "", message=Message.user("more", context_id=task.context_id))
+    assert isinstance(again, Task)
+    assert again.context_id == task.context_id

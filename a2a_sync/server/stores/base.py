@@ -14,7 +14,8 @@ processes (PostgreSQL with ``LISTEN``/``NOTIFY``) drops in without changes elsew
 * :meth:`TaskStore.subscribe` gives a :class:`~a2a_sync.server.events.Subscription`
   that follows a task's log from a sequence number, wherever the events are appended;
 * :meth:`TaskStore.claim_message` is the atomic idempotency key
-  ``(principal, message_id) -> task id``;
+  ``(principal, message_id) -> task id``, :meth:`TaskStore.bind_context` the atomic
+  owner of a conversation id;
 * :meth:`TaskStore.events_after` reads the log (the subscription's catch-up path).
 
 Stores are shared by every request thread and must be thread-safe.
@@ -281,6 +282,18 @@ class TaskStore(abc.ABC):
         Returns:
             ``None`` when the claim is new (the caller runs the agent), else the task id
             the message was bound to before (the caller answers with that task).
+        """
+
+    @abc.abstractmethod
+    def bind_context(self, context_id: str, principal: str) -> bool:
+        """Atomically make ``principal`` the owner of ``context_id`` unless another is.
+
+        Conversations belong to the principal that started them, so an agent keeping
+        state per ``contextId`` never serves one caller's state to another.
+
+        Returns:
+            True when ``principal`` owns the context (now or before), False when another
+            principal does.
         """
 
     # -- push notification configs ---------------------------------------------------------

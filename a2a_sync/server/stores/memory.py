@@ -38,6 +38,7 @@ class InMemoryTaskStore(TaskStore):
         self._lock = threading.Lock()
         self._tasks: dict[str, _Record] = {}
         self._claims: dict[tuple[str, str], str] = {}
+        self._contexts: dict[str, str] = {}
         self._push: dict[str, dict[str, StoredPushConfig]] = {}
         self._broker = EventBroker(buffer=subscriber_buffer)
 
@@ -91,6 +92,10 @@ class InMemoryTaskStore(TaskStore):
             if existing is None:
                 self._claims[key] = task_id
             return existing
+
+    def bind_context(self, context_id: str, principal: str) -> bool:
+        with self._lock:
+            return self._contexts.setdefault(context_id, principal) == principal
 
     def set_push_config(self, config: PushNotificationConfig, *, revision: str) -> StoredPushConfig:
         if config.task_id is None or config.id is None:

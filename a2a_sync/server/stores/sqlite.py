@@ -96,6 +96,10 @@ CREATE TABLE IF NOT EXISTS a2a_claims (
     task_id TEXT NOT NULL,
     PRIMARY KEY (principal, message_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS a2a_contexts (
+    context_id TEXT PRIMARY KEY,
+    principal TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS a2a_push_configs (
     task_id TEXT NOT NULL,
     id TEXT NOT NULL,
@@ -178,6 +182,7 @@ class SQLiteTaskStore(TaskStore):
         self._lock = threading.Lock()
         self._cache: collections.OrderedDict[str, _Record] = collections.OrderedDict()
         self._claims: collections.OrderedDict[tuple[str, str], str] = collections.OrderedDict()
+        self._contexts: collections.OrderedDict[str, str] = collections.OrderedDict()
         self._broker = EventBroker(buffer=subscriber_buffer)
         self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
         self._closed = False
@@ -328,6 +333,31 @@ class SQLiteTaskStore(TaskStore):
 
             self._queue.put(_Op(write, wait=False))
         return None
+
+    def bind_context(self, context_id: str, principal: str) -> bool:
+        with self._lock:
+            self._check_open()
+            owner = self._contexts.get(context_id)
+            if owner is None:
+                rows = self._read(
+                    "SELECT principal FROM a2a_contexts WHERE context_id = ?", (context_id,)
+                )
+                owner = str(rows[0][0]) if rows else None
+            if owner is None:
+                owner = principal
+
+                def write(db: sqlite3.Connection) -> None:
+                    db.execute(
+                        "INSERT OR IGNORE INTO a2a_contexts (context_id, principal) VALUES (?, ?)",
+                        (context_id, principal),
+                    )
+
+                self._queue.put(_Op(write, wait=False))
+            self._contexts[context_id] = owner
+            self._contexts.move_to_end(context_id)
+            if len(self._contexts) > CLAIM_CACHE_SIZE:
+                self._contexts.popitem(last=False)
+            return owner == principal
 
     # -- push configs ------------------------------------------------------------------------
 

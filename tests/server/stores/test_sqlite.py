@@ -100,3 +100,12 @@ def test_close_is_idempotent_and_joins_the_writer(tmp_path: Path) -> None:
     store.close()
     store.close()
     assert not store._writer.is_alive()
+
+
+def test_context_owners_survive_a_restart(tmp_path: Path) -> None:
+    path = str(tmp_path / "ctx.db")
+    with SQLiteTaskStore(path) as store:
+        assert store.bind_context("ctx", "alice")
+    with SQLiteTaskStore(path) as store:
+        assert store.bind_context("ctx", "bob") is False
+        assert store.bind_context("ctx", "alice") is True

@@ -336,3 +336,10 @@ def test_no_event_is_accepted_after_a_terminal_state(store: TaskStore) -> None:
     stored = store.get_task("t1", principal="")
     assert stored is not None
     assert stored.task.status.state is TaskState.completed
+
+
+def test_a_context_belongs_to_the_first_principal_that_uses_it(store: TaskStore) -> None:
+    assert store.bind_context("ctx", "alice") is True
+    assert store.bind_context("ctx", "alice") is True
+    assert store.bind_context("ctx", "bob") is False
+    assert store.bind_context("other", "bob") is True
