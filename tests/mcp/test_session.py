@@ -25,12 +25,28 @@ MODERN = types.ServerInfo(protocol_version="2026-07-28", era="modern")
 LEGACY = types.ServerInfo(protocol_version="2025-11-25", era="legacy")
 
 
+_OPEN: list[tuple[FakeTransport, MCPSession]] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_sessions() -> Any:
+    """Every session made here is closed and its dispatcher thread joined, as
+    ``MCPConnection.close`` does."""
+    yield
+    while _OPEN:
+        transport, session = _OPEN.pop()
+        if not transport.closed.is_set():
+            transport.close()
+        session.join_dispatcher()
+
+
 def make(
     transport: FakeTransport, handlers: Handlers | None = None, info: types.ServerInfo = LEGACY
 ) -> MCPSession:
     session = MCPSession(transport, handlers)
     transport.start(session)
     session.adopt(info)
+    _OPEN.append((transport, session))
     return session
 
 

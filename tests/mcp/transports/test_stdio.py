@@ -44,6 +44,7 @@ class Peer:
 
     def close(self) -> None:
         self.transport.close()
+        self.session.join_dispatcher()
 
 
 def open_peer(*flags: str, handlers: Handlers | None = None, **options: Any) -> Peer:
@@ -312,15 +313,19 @@ def test_server_requests_are_answered_over_stdio() -> None:
 
 def test_progress_notifications_arrive_before_the_result(peer: Peer) -> None:
     seen: list[float] = []
+    all_seen = threading.Event()
+
+    def on_progress(progress: Any) -> None:
+        seen.append(progress.progress)
+        if len(seen) == 3:
+            all_seen.set()
+
     result = peer.session.request(
         "tools/call",
         {"name": "progress", "arguments": {"steps": 3}},
         timeout=5,
-        progress=lambda p: seen.append(p.progress),
+        progress=on_progress,
     )
     assert result["content"][0]["text"] == "done"
-    peer.session.join_dispatcher(0)  # callbacks may still be running; they are ordered
-    deadline = time.monotonic() + 5
-    while len(seen) < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert all_seen.wait(5)  # callbacks run on the dispatcher thread, in order
     assert seen == [1, 2, 3]
