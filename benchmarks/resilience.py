@@ -8,6 +8,11 @@ threads). Workloads: ``SendMessage`` answered with a reply message (CPU per requ
 ``SendStreamingMessage`` of 100 chunks (102 events; CPU per event). Target: the resilient
 wrapper costs at most 5 % more CPU per call than the plain client.
 
+**Wrapper.** The same comparison without a network: the agent is a stub whose calls
+return canned answers at once, so the difference is the wrapper's own CPU per call (and
+per streamed event), free of the loopback noise that dominates the figures above on a
+shared machine.
+
 **Recovery.** The scripted a2a-sdk agent (tests/peers) behind the fault proxy
 (tests/support), which cuts each message stream right after its first event (the Task).
 Two cases, each ``--cuts`` times; median and p95 of:
@@ -26,6 +31,7 @@ Run from the repo top::
 
     .venv/bin/python -m benchmarks.resilience
     .venv/bin/python -m benchmarks.resilience --part overhead --reps 7 --n 500
+    .venv/bin/python -m benchmarks.resilience --part wrapper
 """
 
 from __future__ import annotations
@@ -43,7 +49,18 @@ from typing import Any
 from a2a_sync._http import HTTPTransport
 from a2a_sync.client import A2AClient, ResilientA2AClient, TaskStream
 from a2a_sync.policies import ResilienceConfig
-from a2a_sync.types import Task, TaskStatusUpdateEvent
+from a2a_sync.types import (
+    Artifact,
+    Message,
+    Part,
+    SendResult,
+    StreamEvent,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
 from benchmarks.a2a_client import REPLY_TEXT, STREAM_CHUNKS, raw_server, sdk_server
 from benchmarks.harness import Result, Variant, measure, render, summarize
 
@@ -120,6 +137,97 @@ def _paired_cpu(results: list[Result], name: str, base: str) -> float:
     return statistics.median(
         (s.cpu / s.ops) / (base_by_rep[s.rep].cpu / base_by_rep[s.rep].ops)
         for s in by_name[name].samples
+    )
+
+
+# -- wrapper (no network) ------------------------------------------------------------------------
+
+
+def _canned_events() -> list[StreamEvent]:
+    events: list[StreamEvent] = [
+        Task(id="t", context_id="c", status=TaskStatus(state=TaskState.working))
+    ]
+    for index in range(STREAM_CHUNKS):
+        artifact = Artifact(artifact_id="a", parts=[Part.from_text(f"{index},")])
+        events.append(
+            TaskArtifactUpdateEvent(
+                task_id="t", context_id="c", artifact=artifact, append=index > 0
+            )
+        )
+    events.append(
+        TaskStatusUpdateEvent(
+            task_id="t", context_id="c", status=TaskStatus(state=TaskState.completed)
+        )
+    )
+    return events
+
+
+class _CannedStream:
+    """Stands in for a TaskStream: the canned events, nothing read from a socket."""
+
+    def __init__(self, events: list[StreamEvent]) -> None:
+        self._events = iter(events)
+        self.task_id: str | None = "t"
+        self.task: Task | None = None
+        self.message: Message | None = None
+
+    def __iter__(self) -> _CannedStream:
+        return self
+
+    def __next__(self) -> StreamEvent:
+        return next(self._events)
+
+    def close(self) -> None:
+        pass
+
+
+class _StubAgent(A2AClient):
+    """An agent answering at once: the message is built as the real client builds it."""
+
+    events = _canned_events()
+    canned_reply = Message.agent(REPLY_TEXT, message_id="r")
+
+    def send_message(self, message: Any, **kwargs: Any) -> SendResult:
+        self._message(message, task_id=kwargs.get("task_id"), context_id=kwargs.get("context_id"))
+        return self.canned_reply
+
+    def stream_message(self, message: Any, **kwargs: Any) -> TaskStream:
+        self._message(message, task_id=kwargs.get("task_id"), context_id=kwargs.get("context_id"))
+        return _CannedStream(self.events)  # type: ignore[return-value]
+
+
+def wrapper(*, n: int, streams: int, reps: int) -> list[Result]:
+    stub = _StubAgent("http://127.0.0.1:9/")
+    resilient = ResilientA2AClient(stub)
+
+    def unary(client: A2AClient | ResilientA2AClient) -> Callable[[int], int]:
+        def run(count: int) -> int:
+            for _ in range(count):
+                client.send_message("reply")
+            return count
+
+        return run
+
+    def stream(client: A2AClient | ResilientA2AClient) -> Callable[[int], int]:
+        def run(count: int) -> int:
+            events = 0
+            for _ in range(count):
+                for _event in client.stream_message("chunks"):
+                    events += 1
+            return events
+
+        return run
+
+    return measure(
+        [
+            Variant("plain unary", unary(stub)),
+            Variant("resilient unary", unary(resilient), baseline="plain unary"),
+            Variant("plain stream", stream(stub)),
+            Variant("resilient stream", stream(resilient), baseline="plain stream"),
+        ],
+        n=n,
+        reps=reps,
+        baseline="plain unary",
     )
 
 
@@ -200,10 +308,10 @@ def render_recovery(timings: dict[str, list[float]], delay: float) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--part", choices=["overhead", "recovery", "both"], default="both")
+    parser.add_argument("--part", choices=["overhead", "wrapper", "recovery", "all"], default="all")
     parser.add_argument("--reps", type=int, default=5, help="repetitions (overhead)")
     parser.add_argument("--n", type=int, default=300, help="unary requests per run")
-    parser.add_argument("--streams", type=int, default=10, help="streams per run")
+    parser.add_argument("--streams", type=int, default=30, help="streams per run")
     parser.add_argument("--cuts", type=int, default=30, help="cut streams per recovery case")
     parser.add_argument("--delay", type=float, default=0.0, help="reconnect backoff base (s)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
@@ -211,7 +319,7 @@ def main() -> None:
     out: dict[str, Any] = {
         "meta": {"python": platform.python_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%S")}
     }
-    if args.part in ("overhead", "both"):
+    if args.part in ("overhead", "all"):
         with raw_server() as (url, pid):
             results, verdicts = overhead(url, pid, n=args.n, streams=args.streams, reps=args.reps)
         if args.json:
@@ -233,7 +341,27 @@ def main() -> None:
             )
             print("\n".join(verdicts))
             print()
-    if args.part in ("recovery", "both"):
+    if args.part in ("wrapper", "all"):
+        results = wrapper(n=20 * args.n, streams=20 * args.streams, reps=args.reps)
+        if args.json:
+            out["wrapper"] = summarize(results)
+        else:
+            print(
+                render(
+                    results,
+                    f"Wrapper alone (stub agent, no network): unary ops = calls "
+                    f"(n={20 * args.n}); stream ops = events ({STREAM_CHUNKS + 2}/stream)",
+                )
+            )
+            by_name = {str(r["name"]): r for r in summarize(results)}
+            for kind in ("unary", "stream"):
+                extra = float(by_name[f"resilient {kind}"]["cpu_us_per_op"] or 0) - float(
+                    by_name[f"plain {kind}"]["cpu_us_per_op"] or 0
+                )
+                unit = "call" if kind == "unary" else "event"
+                print(f"{kind}: the wrapper adds {extra:.2f} µs CPU per {unit}")
+            print()
+    if args.part in ("recovery", "all"):
         with sdk_server() as (url, _pid):
             timings = recovery(url, cuts=args.cuts, delay=args.delay)
         if args.json:

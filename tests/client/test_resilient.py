@@ -24,6 +24,28 @@ Seed (lc-a2a ``ResilientA2AClient``) test → here:
   ``test_wait_timeout_carries_the_task_id_and_the_wait_can_be_resumed``
 - connect_sse_reconnects_after_transient_failure →
   ``test_subscription_is_reestablished_after_a_transient_failure``
+
+reliability-cases.md → here (the same cases against a2a-sdk: test_resilient_interop.py):
+
+- CR-01 ``test_stream_cut_after_the_task_event_resubscribes_and_never_reposts``
+- CR-02 ``test_stream_cut_before_the_first_event_is_an_unknown_outcome``,
+  ``test_opted_in_stream_resends_the_identical_message_after_an_early_cut``
+- CR-03 ``test_events_backfilled_after_a_resubscribe_are_not_delivered_twice``,
+  ``test_updates_a_subscription_repeats_from_its_snapshot_are_dropped``,
+  ``test_new_updates_that_look_like_the_snapshot_are_delivered``,
+  ``test_a_repeat_no_client_can_recognise_is_corrected_from_the_stored_task``
+- CR-04 ``test_stream_falls_back_to_polling_when_resubscribing_keeps_failing``,
+  ``test_unsupported_resubscribe_of_a_running_task_falls_back_to_polling``
+- CR-05 ``test_resubscribing_to_a_task_that_just_finished_reads_it_once``
+- CR-06 ``test_falls_back_when_the_primary_refuses_connections``,
+  ``test_send_is_not_failed_over_after_an_ambiguous_failure``,
+  ``test_opted_in_send_falls_back_after_the_primarys_500s``,
+  ``test_backup_gets_its_own_credentials_never_the_primarys``
+- CR-07 ``test_agent_without_streaming_gets_a_send_and_polling``
+- CT-03/CT-08 ``test_retry_after_is_honoured``, ``test_retry_after_beyond_the_cap_*``;
+  CT-05/CT-07 the opted-in resend tests; CT-06 ``test_send_is_not_failed_over_after_an_*``;
+  CT-09 ``test_get_task_is_retried_after_transient_500s``;
+  CT-18 ``test_twenty_threads_ride_out_an_outage_with_bounded_spread_attempts``
 """
 
 from __future__ import annotations
