@@ -388,6 +388,8 @@ class MCPConnection:
             )
 
         Endpoint(url, headers=headers, auth=auth)  # bad arguments fail here, not mid-connect
+        if transport == "sse" and era == "auto":
+            era = "legacy"  # HTTP+SSE has no modern shape: nothing to probe
         return cls(
             factory,
             era=era,

@@ -31,7 +31,6 @@ from ...errors import (
     A2ASyncError,
     Cancelled,
     ConnectionClosed,
-    ConnectionLost,
     DeadlineExceeded,
     ProtocolError,
     TransportError,
@@ -297,17 +296,11 @@ class LegacySSETransport:
         error: A2ASyncError | None
         try:
             failure = pump(response, decoder, self._on_event)
-            error = failure or ConnectionLost(
-                f"{self.name} ended its event stream", url=self._endpoint.name
-            )
+            detail = f": {self._endpoint.redact(failure)}" if failure is not None else ""
+            # The stream is the session: the connection is over (no resuming in 2024-11-05).
+            error = ConnectionClosed(f"{self.name} ended its event stream{detail}")
         except Cancelled:
-            error = (
-                None
-                if self._closing
-                else ConnectionLost(
-                    f"the event stream of {self.name} was cancelled", url=self._endpoint.name
-                )
-            )
+            error = None if self._closing else ConnectionClosed(f"{self.name} went away")
         except Exception:  # top of the reader thread: the session must not hang
             logger.exception("MCP HTTP+SSE reader for %s failed", self.name)
             error = ConnectionClosed(f"reading from {self.name} failed")
