@@ -207,18 +207,7 @@ class ResilientA2AClient:
         agents = self._agents_for(msg.task_id) if msg.task_id else self._agents
 
         def send(agent: A2AClient) -> SendResult:
-            sends = 1
-            while True:
-                try:
-                    return agent.send_message(msg, idempotent=resend, **kwargs)
-                except HTTPStatusError as exc:
-                    # The transport resends only opted-in messages; "not processed"
-                    # (429/503) is safe to resend regardless, after the agent's wait.
-                    delay = None if resend else self._resend_delay(exc, resend=False, sends=sends)
-                    if delay is None:
-                        raise
-                sends += 1
-                self._wait(delay)
+            return self._send_on(agent, msg, resend=resend, **kwargs)
 
         result, agent = self._run(
             send,
@@ -426,6 +415,23 @@ class ResilientA2AClient:
         return self._agents[0]._message(
             message, task_id=kwargs.pop("task_id", None), context_id=kwargs.pop("context_id", None)
         )
+
+    def _send_on(
+        self, agent: A2AClient, message: Message, *, resend: bool, **kwargs: Any
+    ) -> SendResult:
+        """``SendMessage`` on one agent, resent there after "not processed" answers."""
+        sends = 1
+        while True:
+            try:
+                return agent.send_message(message, idempotent=resend, **kwargs)
+            except HTTPStatusError as exc:
+                # The transport resends only opted-in messages; "not processed" (429/503)
+                # is safe to resend regardless, after the agent's wait.
+                delay = None if resend else self._resend_delay(exc, resend=False, sends=sends)
+                if delay is None:
+                    raise
+            sends += 1
+            self._wait(delay)
 
     def _resend_delay(self, exc: A2ASyncError, *, resend: bool, sends: int) -> float | None:
         """L1 for messages: the wait before sending a message again after ``sends``

@@ -334,8 +334,12 @@ class ResilientTaskStream:
             card = agent.card
             if card is not None and not card.capabilities.streaming:
                 # CR-07: the agent cannot stream; send and poll instead.
-                result = agent.send_message(
-                    message, return_immediately=True, idempotent=self._resend, **self._send_kwargs
+                result = self._client._send_on(
+                    agent,
+                    message,
+                    resend=self._resend,
+                    return_immediately=True,
+                    **self._send_kwargs,
                 )
                 if isinstance(result, Message):
                     raise _Reply(result)
