@@ -17,9 +17,7 @@ subclasses for protocol errors.
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, Final, Protocol
 
@@ -28,7 +26,6 @@ import attrs
 from .._methods import Operation
 from ..errors import (
     ExtendedAgentCardNotConfigured,
-    InternalError,
     InvalidAgentResponse,
     InvalidParams,
     MethodNotFound,
@@ -61,7 +58,7 @@ from ..types import (
 from .context import CallContext
 from .executor import AgentExecutor, ExecuteFunction, FunctionExecutor, RequestContext
 from .pool import DEFAULT_WORKERS, WorkerPool
-from .runs import EventStream, Run, RunStream, SnapshotStream
+from .runs import EventStream, Run, RunScheduler, RunStream, SnapshotStream
 from .stores.base import MAX_PAGE_SIZE, StoredPushConfig, StoredTask, TaskStore
 from .stores.memory import InMemoryTaskStore
 
@@ -172,10 +169,7 @@ class DefaultRequestHandler:
         self._push = push_sender
         self._extended_card = extended_card
         self._blocking_timeout = blocking_timeout
-        self._pool = WorkerPool(workers)
-        self._lock = threading.Lock()
-        self._runs: dict[str, Run] = {}  # the run executing per task
-        self._queued: dict[str, deque[Run]] = {}  # messages waiting for their task's run
+        self._runs = RunScheduler(self.executor, WorkerPool(workers))
         capabilities = card.capabilities
         self._streaming = bool(capabilities.streaming)
         self._push_enabled = bool(capabilities.push_notifications)
@@ -288,7 +282,7 @@ class DefaultRequestHandler:
                 stream = RunStream(run, sub, stored.task)
         elif streaming:
             stream = RunStream(run, self.store.subscribe(task_id, after_seq=0))
-        self._start(run)
+        self._runs.start(run)
         return run, stream, None
 
     def _earlier(
@@ -297,8 +291,7 @@ class DefaultRequestHandler:
         """What a repeated message is answered with: the run its first delivery started
         (still running here), or its task; ``None`` when neither exists (the first
         delivery was answered with a direct reply, which is not kept)."""
-        with self._lock:
-            run = self._runs.get(task_id)
+        run = self._runs.active(task_id)
         stored = self.store.get_task(task_id, principal=principal)
         if run is not None and run.context.principal.name == principal:
             if not streaming:
@@ -310,41 +303,6 @@ class DefaultRequestHandler:
         if stored is not None:
             return None, None, stored
         return None
-
-    def _start(self, run: Run) -> None:
-        with self._lock:
-            if run.task_id in self._runs:
-                self._queued.setdefault(run.task_id, deque()).append(run)
-                return
-            self._runs[run.task_id] = run
-        self._submit(run)
-
-    def _submit(self, run: Run) -> None:
-        def work() -> None:
-            try:
-                run.execute(self.executor)
-            finally:
-                self._next(run)
-
-        try:
-            self._pool.submit(work)
-        except InternalError:  # shutting down
-            run.finish()
-            self._next(run)
-            raise
-
-    def _next(self, run: Run) -> None:
-        with self._lock:
-            if self._runs.get(run.task_id) is run:
-                del self._runs[run.task_id]
-            waiting = self._queued.get(run.task_id)
-            if not waiting:
-                return
-            following = waiting.popleft()
-            if not waiting:
-                del self._queued[run.task_id]
-            self._runs[run.task_id] = following
-        self._submit(following)
 
     def _follow(self, stored: StoredTask) -> EventStream:
         sub = self.store.subscribe(stored.task.id, after_seq=stored.seq)
@@ -382,8 +340,7 @@ class DefaultRequestHandler:
             return stored.task
         if state.is_terminal:
             raise TaskNotCancelable(f"task is {state.value}")
-        with self._lock:
-            run = self._runs.get(params.id)
+        run = self._runs.active(params.id)
         if run is None:
             run = Run(self._context_for(stored.task, call), self.store, stored.principal)
         run.context._cancel()
@@ -508,12 +465,7 @@ class DefaultRequestHandler:
         Returns:
             True when every agent thread ended in time.
         """
-        finished = self._pool.shutdown(timeout)
-        with self._lock:
-            queued = [run for runs in self._queued.values() for run in runs]
-            self._queued.clear()
-        for run in queued:
-            run.finish()
+        finished = self._runs.close(timeout)
         if self._owns_store:
             self.store.close()
         return finished

@@ -28,9 +28,10 @@ from ..errors import (
 from ..types import Message, StreamEvent, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from .events import Subscription
 from .executor import AgentExecutor, RequestContext, TaskUpdater
+from .pool import WorkerPool
 from .stores.base import StoredTask, TaskStore, is_final
 
-__all__ = ["EventStream", "Run", "RunStream", "SnapshotStream"]
+__all__ = ["EventStream", "Run", "RunScheduler", "RunStream", "SnapshotStream"]
 
 logger = logging.getLogger(__name__)
 
@@ -184,6 +185,82 @@ class Run:
         if self.error is not None:
             raise self.error
         raise TaskNotFound()  # pragma: no cover - created is set only with a task
+
+
+class RunScheduler:
+    """Starts runs on the worker pool, one run per task at a time (later messages for a
+    busy task wait their turn, in order). Thread-safe.
+
+    Args:
+        executor: The agent.
+        pool: The worker threads.
+    """
+
+    def __init__(self, executor: AgentExecutor, pool: WorkerPool) -> None:
+        self._executor = executor
+        self._pool = pool
+        self._lock = threading.Lock()
+        self._running: dict[str, Run] = {}  # the run executing per task
+        self._waiting: dict[str, deque[Run]] = {}  # runs waiting for their task's turn
+
+    def active(self, task_id: str) -> Run | None:
+        """The run executing for ``task_id`` now, if any."""
+        with self._lock:
+            return self._running.get(task_id)
+
+    def start(self, run: Run) -> None:
+        """Run ``run`` now, or after the task's current run.
+
+        Raises:
+            InternalError: The pool is shut down (the run is finished, failed).
+        """
+        with self._lock:
+            if run.task_id in self._running:
+                self._waiting.setdefault(run.task_id, deque()).append(run)
+                return
+            self._running[run.task_id] = run
+        self._submit(run)
+
+    def _submit(self, run: Run) -> None:
+        def work() -> None:
+            try:
+                run.execute(self._executor)
+            finally:
+                self._next(run)
+
+        try:
+            self._pool.submit(work)
+        except InternalError:  # shutting down
+            run.finish()
+            self._next(run)
+            raise
+
+    def _next(self, run: Run) -> None:
+        with self._lock:
+            if self._running.get(run.task_id) is run:
+                del self._running[run.task_id]
+            waiting = self._waiting.get(run.task_id)
+            if not waiting:
+                return
+            following = waiting.popleft()
+            if not waiting:
+                del self._waiting[run.task_id]
+            self._running[run.task_id] = following
+        self._submit(following)
+
+    def close(self, timeout: float) -> bool:
+        """Stop the pool (running agents get ``timeout``); waiting runs are finished.
+
+        Returns:
+            True when every agent thread ended in time.
+        """
+        finished = self._pool.shutdown(timeout)
+        with self._lock:
+            waiting = [run for runs in self._waiting.values() for run in runs]
+            self._waiting.clear()
+        for run in waiting:
+            run.finish()
+        return finished
 
 
 class EventStream(Iterator[StreamEvent]):

@@ -144,17 +144,29 @@ class RunningServer:
                     wasyncore.dispatcher.close(channel)
 
         trigger = _trigger(server, socket_map)
-        trigger.pull_trigger(stop_listening)
+        _pull(trigger, stop_listening)
         clean = True
         if isinstance(self.app, A2AApplication):
             clean = self.app.close(grace)
-        trigger.pull_trigger(lambda: wasyncore.close_all(socket_map))
-        stopped = self._stopped.wait(grace + 1.0)
+        # Let the worker threads finish what they are writing before the connections (and
+        # the loop's wake-up pipe, which finishing workers write to) are closed.
         server.task_dispatcher.shutdown(cancel_pending=True, timeout=grace)
         left = list(server.task_dispatcher.threads)
         if left:
             logger.warning("waitress threads still running after shutdown: %d", len(left))
+        _pull(trigger, lambda: wasyncore.close_all(socket_map))
+        stopped = self._stopped.wait(grace + 1.0)
         return clean and stopped and not left
+
+
+def _pull(trigger: Any, thunk: Any) -> None:
+    """Run ``thunk`` on the loop thread (nothing to do if the loop already ended)."""
+    if getattr(trigger, "_closed", False):
+        return
+    try:
+        trigger.pull_trigger(thunk)
+    except OSError:
+        logger.debug("waitress loop already closed")
 
 
 def _trigger(server: Any, socket_map: dict[int, Any]) -> Any:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import collections
 import logging
-import queue
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -44,6 +43,7 @@ from ...types import (
     TaskStatusUpdateEvent,
 )
 from ..events import DEFAULT_SUBSCRIBER_BUFFER, EventBroker, LogEntry, Subscription
+from ._sqlite_writer import BatchWriter, WriteOp
 from .base import (
     DEFAULT_PAGE_SIZE,
     PageToken,
@@ -65,10 +65,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_CACHE_SIZE: Final = 4096
 #: Idempotency claims remembered in memory; older ones are looked up in the file.
 CLAIM_CACHE_SIZE: Final = 65536
-#: Writes committed in one transaction at most.
-WRITE_BATCH: Final = 512
-#: Longest wait for a durable write before the call fails (a stuck disk, not a busy one).
-DURABLE_WRITE_TIMEOUT: Final = 30.0
 #: How long close() waits for the writer thread to commit what is queued.
 CLOSE_TIMEOUT: Final = 10.0
 
@@ -131,24 +127,6 @@ class _Record:
         return self.base + len(self.events)
 
 
-class _Op:
-    """One unit of work for the writer thread (``committed`` runs after its commit)."""
-
-    __slots__ = ("apply", "committed", "done", "error")
-
-    def __init__(
-        self,
-        apply: Callable[[sqlite3.Connection], None],
-        *,
-        wait: bool,
-        committed: Callable[[], None] | None = None,
-    ) -> None:
-        self.apply = apply
-        self.committed = committed
-        self.done = threading.Event() if wait else None
-        self.error: BaseException | None = None
-
-
 class SQLiteTaskStore(TaskStore):
     """Tasks, event logs, claims and push configs in one SQLite file.
 
@@ -184,19 +162,15 @@ class SQLiteTaskStore(TaskStore):
         self._claims: collections.OrderedDict[tuple[str, str], str] = collections.OrderedDict()
         self._contexts: collections.OrderedDict[str, str] = collections.OrderedDict()
         self._broker = EventBroker(buffer=subscriber_buffer)
-        self._queue: queue.SimpleQueue[_Op | None] = queue.SimpleQueue()
         self._closed = False
         try:
-            self._writer_db = self._connect()
-            self._writer_db.executescript(_SCHEMA)
+            writer_db = self._connect()
+            writer_db.executescript(_SCHEMA)
             self._reader_db = self._connect()
         except sqlite3.Error as exc:
             raise ConfigurationError(f"cannot open task store {path!r}: {exc}") from exc
         self._reader_lock = threading.Lock()
-        self._writer = threading.Thread(
-            target=self._write_loop, name="a2a-sync-sqlite-writer", daemon=True
-        )
-        self._writer.start()
+        self._writer = BatchWriter(writer_db)
         if fail_orphans:
             self._fail_orphans()
 
@@ -218,7 +192,7 @@ class SQLiteTaskStore(TaskStore):
             record.events.append(task)
             self._cache[task.id] = record
             op = self._enqueue_event(record, 1, task, wait=True)
-        self._await(op)
+        op.wait()
         self._broker.publish(task.id, 1, task)
         return StoredTask(task, 1, principal)
 
@@ -238,7 +212,7 @@ class SQLiteTaskStore(TaskStore):
             if not durable:
                 self._broker.publish(task_id, seq, event)
         if durable:
-            self._await(op)
+            op.wait()
             with self._lock:  # publish in log order relative to later appends
                 self._broker.publish(task_id, seq, event)
         return stored
@@ -331,7 +305,7 @@ class SQLiteTaskStore(TaskStore):
                     (principal, message_id, task_id),
                 )
 
-            self._queue.put(_Op(write, wait=False))
+            self._writer.put(WriteOp(write, wait=False))
         return None
 
     def bind_context(self, context_id: str, principal: str) -> bool:
@@ -352,7 +326,7 @@ class SQLiteTaskStore(TaskStore):
                         (context_id, principal),
                     )
 
-                self._queue.put(_Op(write, wait=False))
+                self._writer.put(WriteOp(write, wait=False))
             self._contexts[context_id] = owner
             self._contexts.move_to_end(context_id)
             if len(self._contexts) > CLAIM_CACHE_SIZE:
@@ -376,7 +350,7 @@ class SQLiteTaskStore(TaskStore):
                 (task_id, config_id, revision, blob),
             )
 
-        self._await(self._submit(write, wait=True))
+        self._submit(write, wait=True).wait()
         return StoredPushConfig(config, revision)
 
     def get_push_config(self, task_id: str, config_id: str) -> StoredPushConfig | None:
@@ -402,7 +376,7 @@ class SQLiteTaskStore(TaskStore):
             )
             deleted.append(cursor.rowcount)
 
-        self._await(self._submit(write, wait=True))
+        self._submit(write, wait=True).wait()
         return bool(deleted and deleted[0])
 
     @staticmethod
@@ -418,14 +392,9 @@ class SQLiteTaskStore(TaskStore):
                 return
             self._closed = True
         self._broker.close()
-        self._queue.put(None)
-        self._writer.join(CLOSE_TIMEOUT)
-        if self._writer.is_alive():
-            logger.error("task store writer did not finish within %s s", CLOSE_TIMEOUT)
-            return
-        with self._reader_lock:
-            self._reader_db.close()
-        self._writer_db.close()
+        if self._writer.close(CLOSE_TIMEOUT):
+            with self._reader_lock:
+                self._reader_db.close()
 
     def __repr__(self) -> str:
         return f"<SQLiteTaskStore {self.path!r} cached={len(self._cache)}>"
@@ -467,7 +436,9 @@ class SQLiteTaskStore(TaskStore):
                 if not excess:
                     return
 
-    def _enqueue_event(self, record: _Record, seq: int, event: StreamEvent, *, wait: bool) -> _Op:
+    def _enqueue_event(
+        self, record: _Record, seq: int, event: StreamEvent, *, wait: bool
+    ) -> WriteOp:
         task = record.task
         task_id = task.id
         principal = record.principal
@@ -501,28 +472,16 @@ class SQLiteTaskStore(TaskStore):
                 if len(self._cache) > self._cache_size:
                     self._evict()
 
-        op = _Op(write, wait=wait, committed=committed)
-        self._queue.put(op)
-        return op
+        return self._writer.put(WriteOp(write, wait=wait, committed=committed))
 
-    def _submit(self, apply: Callable[[sqlite3.Connection], None], *, wait: bool) -> _Op:
+    def _submit(self, apply: Callable[[sqlite3.Connection], None], *, wait: bool) -> WriteOp:
         with self._lock:
             self._check_open()
-            op = _Op(apply, wait=wait)
-            self._queue.put(op)
-        return op
-
-    def _await(self, op: _Op) -> None:
-        if op.done is None:
-            return
-        if not op.done.wait(DURABLE_WRITE_TIMEOUT):
-            raise InternalError("task store write timed out")
-        if op.error is not None:
-            raise InternalError("task store write failed") from op.error
+            return self._writer.put(WriteOp(apply, wait=wait))
 
     def _flush(self) -> None:
         """Wait until everything queued so far is committed."""
-        self._await(self._submit(lambda db: None, wait=True))
+        self._submit(lambda db: None, wait=True).wait()
 
     def _read(self, sql: str, args: Any) -> list[Any]:
         with self._reader_lock:
@@ -530,49 +489,6 @@ class SQLiteTaskStore(TaskStore):
                 return self._reader_db.execute(sql, args).fetchall()
             except sqlite3.Error as exc:
                 raise InternalError("task store read failed") from exc
-
-    def _write_loop(self) -> None:
-        db = self._writer_db
-        while True:
-            op = self._queue.get()
-            if op is None:
-                return
-            batch = [op]
-            stop = False
-            while len(batch) < WRITE_BATCH:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    stop = True
-                    break
-                batch.append(more)
-            self._commit(db, batch)
-            if stop:
-                return
-
-    def _commit(self, db: sqlite3.Connection, batch: list[_Op]) -> None:
-        try:
-            db.execute("BEGIN")
-            for op in batch:
-                op.apply(db)
-            db.execute("COMMIT")
-        except Exception as exc:  # top of the writer thread: log, hand the error to waiters
-            logger.exception("task store: writing %d operations failed", len(batch))
-            try:
-                db.execute("ROLLBACK")
-            except sqlite3.Error:
-                logger.debug("rollback after a failed batch failed too", exc_info=True)
-            for op in batch:
-                op.error = exc
-        else:
-            for op in batch:
-                if op.committed is not None:
-                    op.committed()
-        for op in batch:
-            if op.done is not None:
-                op.done.set()
 
     def _fail_orphans(self) -> None:
         rows = self._read(

@@ -99,7 +99,7 @@ def test_close_is_idempotent_and_joins_the_writer(tmp_path: Path) -> None:
     store = SQLiteTaskStore(str(tmp_path / "c.db"))
     store.close()
     store.close()
-    assert not store._writer.is_alive()
+    assert not store._writer.alive
 
 
 def test_context_owners_survive_a_restart(tmp_path: Path) -> None:

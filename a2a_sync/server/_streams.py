@@ -1,0 +1,134 @@
+"""The WSGI response body of an event stream: one SSE frame per event, heartbeats while
+idle, one error event on failure, and cleanup when the server closes it.
+
+Internal to :mod:`a2a_sync.server`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any, Final
+
+from .._codec import Codec
+from .._jsonrpc import encode_result
+from ..errors import InternalError, RPCError
+from ..types import StreamEvent
+from ._wire import error_payload
+
+__all__ = ["SSE_HEADERS", "Prefetched", "SSEBody"]
+
+logger = logging.getLogger(__name__)
+
+SSE_HEADERS: Final = [
+    ("Content-Type", "text/event-stream"),
+    ("Cache-Control", "no-cache"),
+    ("X-Accel-Buffering", "no"),  # nginx: do not buffer the stream
+]
+_HEARTBEAT: Final = b": keep-alive\n\n"
+
+
+class Prefetched(Iterator[StreamEvent]):
+    """A plain iterator whose first item was fetched eagerly (upfront errors raise here)."""
+
+    def __init__(self, events: Iterator[StreamEvent]) -> None:
+        self._events = events
+        try:
+            self._first: list[StreamEvent] = [next(events)]
+        except StopIteration:
+            self._first = []
+
+    def __next__(self) -> StreamEvent:
+        if self._first:
+            return self._first.pop()
+        return next(self._events)
+
+    def close(self) -> None:
+        close = getattr(self._events, "close", None)
+        if close is not None:
+            close()
+
+
+class SSEBody:
+    """The WSGI response iterable of one stream: SSE bytes per event, heartbeats, cleanup.
+
+    Iterated by one server thread; :meth:`interrupt` and :meth:`close` may come from others.
+    """
+
+    def __init__(
+        self,
+        codec: Codec,
+        request_id: Any,
+        revision: str,
+        *,
+        heartbeat_interval: float,
+        closing: Callable[[], bool],
+        on_close: Callable[[SSEBody], None],
+    ) -> None:
+        self._heartbeat_interval = heartbeat_interval
+        self._closing = closing
+        self._on_close = on_close
+        self._codec = codec
+        self._id = request_id
+        self._revision = revision
+        self._events: Any = None
+        self._done = False
+        self._closed = False
+
+    def attach(self, events: Any) -> None:
+        self._events = events
+
+    def __iter__(self) -> SSEBody:
+        return self
+
+    def __next__(self) -> bytes:
+        if self._done:
+            self.close()
+            raise StopIteration
+        events = self._events
+        try:
+            poll = getattr(events, "poll", None)
+            if poll is not None:
+                event = poll(self._heartbeat_interval)
+                if event is None:
+                    if self._closing():
+                        raise StopIteration
+                    return _HEARTBEAT
+            else:
+                event = next(events)
+            data = encode_result(self._id, self._codec.dump_stream_event(event))
+        except StopIteration:
+            self.close()
+            raise
+        except RPCError as exc:
+            self._done = True
+            return b"event: error\ndata: " + error_payload(exc, self._id, self._revision) + b"\n\n"
+        except Exception:  # the stream's top level: log, one error event, end
+            logger.exception("internal error in an event stream")
+            self._done = True
+            return (
+                b"event: error\ndata: "
+                + error_payload(InternalError(), self._id, self._revision)
+                + b"\n\n"
+            )
+        return b"data: " + data + b"\n\n"
+
+    def interrupt(self) -> None:
+        """End the stream soon (server shutdown): its reader stops at the next poll."""
+        self._done = True
+        close = getattr(self._events, "close", None)
+        if close is not None:
+            close()
+
+    def close(self) -> None:
+        """Called by the WSGI server when the response ends or the client went away."""
+        if self._closed:
+            return
+        self._closed = True
+        self._done = True
+        close = getattr(self._events, "close", None)
+        try:
+            if close is not None:
+                close()
+        finally:
+            self._on_close(self)

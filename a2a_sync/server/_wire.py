@@ -1,0 +1,315 @@
+"""The HTTP and JSON-RPC edge of the server: reading requests, checking envelopes and
+versions, and writing results and errors in the shape of each A2A revision.
+
+Internal to :mod:`a2a_sync.server`; :class:`~a2a_sync.server.app.A2AApplication` is the
+only user.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+from urllib.parse import parse_qs
+
+from .._codec import Codec, dump_card
+from .._jsonrpc import Request, encode
+from .._methods import Operation
+from ..errors import (
+    InvalidParams,
+    InvalidRequest,
+    ParseError,
+    ProtocolError,
+    RPCError,
+    VersionNotSupported,
+)
+from ..types import (
+    GetTaskParams,
+    ListPushConfigsParams,
+    ListTasksParams,
+    PushConfigParams,
+    PushNotificationConfig,
+    SendMessageParams,
+    TaskIdParams,
+)
+
+__all__ = [
+    "JSON_HEADERS",
+    "JSON_TYPES",
+    "LOOPBACK_HOSTS",
+    "PARAMS",
+    "RETRY_AFTER_SECONDS",
+    "StartResponse",
+    "check_version",
+    "decode",
+    "dump_result",
+    "error_object",
+    "error_payload",
+    "extensions_of",
+    "headers_of",
+    "host_allowed",
+    "load_params",
+    "plain",
+    "read_body",
+    "retry_after_header",
+    "unauthorized",
+]
+
+StartResponse = Callable[..., Any]
+
+#: ``Retry-After`` sent with 503 when the stream cap is reached or the app is closing.
+RETRY_AFTER_SECONDS: Final = 5
+#: Host names a loopback-bound server answers to (DNS-rebinding protection).
+LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "::1")
+JSON_TYPES: Final = ("application/json", "application/a2a+json")
+JSON_HEADERS: Final = [("Content-Type", "application/json")]
+_ERROR_INFO: Final = "type.googleapis.com/google.rpc.ErrorInfo"
+_BAD_REQUEST: Final = "type.googleapis.com/google.rpc.BadRequest"
+_DOMAIN: Final = "a2a-protocol.org"
+#: ErrorInfo reasons of A2A 1.0 (the error name in UPPER_SNAKE without "Error").
+_REASONS: Final = {
+    -32600: "INVALID_REQUEST",
+    -32601: "METHOD_NOT_FOUND",
+    -32602: "INVALID_PARAMS",
+    -32603: "INTERNAL_ERROR",
+    -32001: "TASK_NOT_FOUND",
+    -32002: "TASK_NOT_CANCELABLE",
+    -32003: "PUSH_NOTIFICATION_NOT_SUPPORTED",
+    -32004: "UNSUPPORTED_OPERATION",
+    -32005: "CONTENT_TYPE_NOT_SUPPORTED",
+    -32006: "INVALID_AGENT_RESPONSE",
+    -32007: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+    -32008: "EXTENSION_SUPPORT_REQUIRED",
+    -32009: "VERSION_NOT_SUPPORTED",
+}
+
+#: The parameter model of each operation (``None``: no params).
+PARAMS: Final[dict[Operation, type | None]] = {
+    Operation.SEND_MESSAGE: SendMessageParams,
+    Operation.SEND_STREAMING_MESSAGE: SendMessageParams,
+    Operation.GET_TASK: GetTaskParams,
+    Operation.LIST_TASKS: ListTasksParams,
+    Operation.CANCEL_TASK: TaskIdParams,
+    Operation.SUBSCRIBE_TO_TASK: TaskIdParams,
+    Operation.CREATE_PUSH_CONFIG: PushNotificationConfig,
+    Operation.GET_PUSH_CONFIG: PushConfigParams,
+    Operation.LIST_PUSH_CONFIGS: ListPushConfigsParams,
+    Operation.DELETE_PUSH_CONFIG: PushConfigParams,
+    Operation.GET_EXTENDED_CARD: None,
+}
+
+
+def host_allowed(host_header: str, allowed: frozenset[str]) -> bool:
+    """Whether the host name in a ``Host`` header is one of ``allowed`` (``"*"``: any)."""
+    if "*" in allowed:
+        return True
+    host = host_header.strip().lower()
+    if host.startswith("["):  # [v6]:port
+        name = host[1 : host.find("]")] if "]" in host else host
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return bool(name) and name in allowed
+
+
+def decode(body: bytes) -> Request:
+    """Parse and check one JSON-RPC request strictly.
+
+    Stricter than ``json.loads``: ``NaN``/``Infinity`` and duplicate member names are
+    parse errors (RFC 8259 interoperability), as are invalid UTF-8 and nesting deep
+    enough to exhaust the parser.
+
+    Raises:
+        RPCError: -32700 for bad JSON; -32600 for a batch, a non-object, a notification
+            (A2A has none) or a malformed envelope (``request_id`` set when readable).
+    """
+    try:
+        obj = json.loads(body, parse_constant=_no_constant, object_pairs_hook=_unique_members)
+    except (ValueError, RecursionError) as exc:
+        raise ParseError() from exc
+    if isinstance(obj, list):
+        raise InvalidRequest("Batch requests are not supported")
+    if not isinstance(obj, dict):
+        raise InvalidRequest("Request must be a JSON object")
+    request_id = obj.get("id")
+    if isinstance(request_id, (dict, list, float, bool)):
+        raise InvalidRequest("Request id must be a string, integer or null")
+    if obj.get("jsonrpc") != "2.0":
+        raise _with_id(InvalidRequest('"jsonrpc" must be "2.0"'), request_id)
+    method = obj.get("method")
+    if not isinstance(method, str) or not method:
+        raise _with_id(InvalidRequest('"method" must be a non-empty string'), request_id)
+    if "id" not in obj:
+        raise InvalidRequest("A2A requests need an id (notifications are not supported)")
+    params = obj.get("params")
+    if params is not None and not isinstance(params, dict):
+        raise _with_id(InvalidRequest('"params" must be an object'), request_id)
+    return Request(method, params, request_id, False)
+
+
+def _with_id(exc: RPCError, request_id: Any) -> RPCError:
+    exc.request_id = request_id
+    return exc
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise ValueError("duplicate member name")
+    return out
+
+
+def read_body(environ: Mapping[str, Any], limit: int) -> bytes | None:
+    """The request body, or ``None`` when it exceeds ``limit`` (at most limit+1 read)."""
+    stream = environ["wsgi.input"]
+    length_text = environ.get("CONTENT_LENGTH") or ""
+    try:
+        length = int(length_text) if length_text else None
+    except ValueError:
+        length = None
+    if length is not None:
+        if length > limit:
+            return None
+        return stream.read(length) if length > 0 else b""
+    if not environ.get("wsgi.input_terminated"):
+        return b""  # PEP 3333: without a length there is no body to read
+    chunks = []
+    total = 0
+    while total <= limit:
+        chunk = stream.read(min(65536, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return None if total > limit else b"".join(chunks)
+
+
+def check_version(environ: Mapping[str, Any], revision: str) -> None:
+    """Enforce ``A2A-Version``: required (1.x) for 1.0 methods; absent or 0.x for 0.3 ones."""
+    version = environ.get("HTTP_A2A_VERSION")
+    if version is None:
+        query = environ.get("QUERY_STRING")
+        if query:
+            version = (parse_qs(query).get("A2A-Version") or [None])[0]
+    version = (version or "").strip()
+    major = version.split(".", 1)[0]
+    if revision == "1.0":
+        if major != "1":
+            raise VersionNotSupported(
+                f"A2A version {version or '0.3 (no A2A-Version header)'!r} is not supported by "
+                "this method; send A2A-Version: 1.0"
+            )
+    elif version and major != "0":
+        raise VersionNotSupported(f"A2A version {version!r} does not match this 0.3 method")
+
+
+def load_params(codec: Codec, operation: Operation, raw: Any) -> Any:
+    model = PARAMS[operation]
+    if model is None:
+        return None
+    try:
+        return codec.load({} if raw is None else raw, model)
+    except ProtocolError as exc:
+        raise InvalidParams(data={"errors": exc.details}) from exc
+
+
+def dump_result(codec: Codec, operation: Operation, result: Any) -> Any:
+    if operation is Operation.SEND_MESSAGE:
+        return codec.dump_send_result(result)
+    if operation is Operation.DELETE_PUSH_CONFIG:
+        return None
+    if operation is Operation.GET_EXTENDED_CARD:
+        return dump_card(result, codec.revision)
+    return codec.dump(result)
+
+
+def extensions_of(environ: Mapping[str, Any], revision: str) -> frozenset[str]:
+    raw = environ.get("HTTP_A2A_EXTENSIONS") or environ.get("HTTP_X_A2A_EXTENSIONS") or ""
+    return frozenset(uri.strip() for uri in raw.split(",") if uri.strip())
+
+
+def headers_of(environ: Mapping[str, Any]) -> dict[str, str]:
+    out = {
+        key[5:].replace("_", "-").lower(): value
+        for key, value in environ.items()
+        if key.startswith("HTTP_")
+    }
+    if environ.get("CONTENT_TYPE"):
+        out["content-type"] = environ["CONTENT_TYPE"]
+    return out
+
+
+def error_object(exc: RPCError, revision: str) -> dict[str, Any]:
+    """The JSON-RPC ``error`` member for ``exc`` in a revision's shape.
+
+    A2A 1.0 puts typed details in ``data`` (§5.4, what a2a-sdk sends): a
+    ``google.rpc.ErrorInfo`` with the reason (``TASK_NOT_FOUND`` ...), plus a
+    ``google.rpc.BadRequest`` listing field violations for invalid params. 0.3 passes
+    ``data`` through.
+    """
+    error: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    reason = _REASONS.get(exc.code)
+    if revision != "1.0" or reason is None:
+        if exc.data is not None:
+            error["data"] = exc.data
+        return error
+    data = exc.data if isinstance(exc.data, dict) else {}
+    violations = data.get("errors") if isinstance(exc, InvalidParams) else None
+    metadata = {k: v for k, v in data.items() if isinstance(v, str)}
+    details: list[dict[str, Any]] = [
+        {"@type": _ERROR_INFO, "reason": reason, "domain": _DOMAIN, "metadata": metadata}
+    ]
+    if isinstance(violations, list):
+        details.append(
+            {
+                "@type": _BAD_REQUEST,
+                "fieldViolations": [_violation(str(v)) for v in violations],
+            }
+        )
+    error["data"] = details
+    return error
+
+
+def _violation(text: str) -> dict[str, str]:
+    description, _, path = text.rpartition(" @ ")
+    if not description:
+        return {"field": "", "description": text}
+    return {"field": path.removeprefix("$.").removeprefix("$"), "description": description}
+
+
+def error_payload(exc: RPCError, request_id: Any, revision: str) -> bytes:
+    return encode({"jsonrpc": "2.0", "id": request_id, "error": error_object(exc, revision)})
+
+
+def plain(
+    start_response: StartResponse,
+    status: str,
+    text: str,
+    extra: list[tuple[str, str]] | None = None,
+) -> list[bytes]:
+    body = text.encode() + b"\n"
+    start_response(
+        status,
+        [
+            ("Content-Type", "text/plain; charset=utf-8"),
+            ("Content-Length", str(len(body))),
+            *(extra or []),
+        ],
+    )
+    return [body]
+
+
+def unauthorized(start_response: StartResponse) -> list[bytes]:
+    return plain(
+        start_response,
+        "401 Unauthorized",
+        "authentication required",
+        [("WWW-Authenticate", "Bearer")],
+    )
+
+
+def retry_after_header() -> list[tuple[str, str]]:
+    return [("Retry-After", str(RETRY_AFTER_SECONDS))]

@@ -1,0 +1,136 @@
+"""The SQLite store's writer thread: one connection, batched transactions.
+
+Internal to :mod:`a2a_sync.server.stores.sqlite`.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Final
+
+from ...errors import InternalError
+
+__all__ = ["BatchWriter", "WriteOp"]
+
+logger = logging.getLogger(__name__)
+
+#: Writes committed in one transaction at most.
+WRITE_BATCH: Final = 512
+#: Longest wait for a durable write before the call fails (a stuck disk, not a busy one).
+DURABLE_WRITE_TIMEOUT: Final = 30.0
+
+Apply = Callable[[sqlite3.Connection], None]
+
+
+class WriteOp:
+    """One unit of work (``committed`` runs on the writer thread after its commit)."""
+
+    __slots__ = ("apply", "committed", "done", "error")
+
+    def __init__(
+        self, apply: Apply, *, wait: bool, committed: Callable[[], None] | None = None
+    ) -> None:
+        self.apply = apply
+        self.committed = committed
+        self.done = threading.Event() if wait else None
+        self.error: BaseException | None = None
+
+    def wait(self) -> None:
+        """Block until committed (no-op for fire-and-forget ops).
+
+        Raises:
+            InternalError: The commit failed or timed out.
+        """
+        if self.done is None:
+            return
+        if not self.done.wait(DURABLE_WRITE_TIMEOUT):
+            raise InternalError("task store write timed out")
+        if self.error is not None:
+            raise InternalError("task store write failed") from self.error
+
+
+class BatchWriter:
+    """Owns ``db`` on a daemon thread; commits queued ops in batches. Thread-safe."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._queue: queue.SimpleQueue[WriteOp | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(
+            target=self._loop, name="a2a-sync-sqlite-writer", daemon=True
+        )
+        self._thread.start()
+
+    def put(self, op: WriteOp) -> WriteOp:
+        """Queue ``op``; returns it (``op.wait()`` for durability)."""
+        self._queue.put(op)
+        return op
+
+    def flush(self) -> None:
+        """Wait until everything queued so far is committed."""
+        self.put(WriteOp(lambda db: None, wait=True)).wait()
+
+    def close(self, timeout: float) -> bool:
+        """Commit what is queued, stop the thread, close the connection.
+
+        Returns:
+            True when the thread ended in time (else the connection is left open).
+        """
+        self._queue.put(None)
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            logger.error("task store writer did not finish within %s s", timeout)
+            return False
+        self._db.close()
+        return True
+
+    @property
+    def alive(self) -> bool:
+        """True while the thread runs."""
+        return self._thread.is_alive()
+
+    def _loop(self) -> None:
+        while True:
+            op = self._queue.get()
+            if op is None:
+                return
+            batch = [op]
+            stop = False
+            while len(batch) < WRITE_BATCH:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stop = True
+                    break
+                batch.append(more)
+            self._commit(batch)
+            if stop:
+                return
+
+    def _commit(self, batch: list[WriteOp]) -> None:
+        db = self._db
+        try:
+            db.execute("BEGIN")
+            for op in batch:
+                op.apply(db)
+            db.execute("COMMIT")
+        except Exception as exc:  # top of the writer thread: log, hand the error to waiters
+            logger.exception("task store: writing %d operations failed", len(batch))
+            try:
+                db.execute("ROLLBACK")
+            except sqlite3.Error:
+                logger.debug("rollback after a failed batch failed too", exc_info=True)
+            for op in batch:
+                op.error = exc
+        else:
+            for op in batch:
+                if op.committed is not None:
+                    op.committed()
+        for op in batch:
+            if op.done is not None:
+                op.done.set()
