@@ -78,20 +78,26 @@ class CardPublisher:
         base = request_base(environ)
         found = self._derived.get(base)
         if found is None:
-            url = base + self._rpc_path
-            card = attrs.evolve(
-                self.card,
-                supported_interfaces=[
-                    AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
-                    AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"),
-                ],
-            )
-            found = self._build(card)
+            found = self._build(self.complete(self.card, environ))
             with self._lock:
                 if len(self._derived) >= _MAX_DERIVED:
                     self._derived.pop(next(iter(self._derived)))
                 self._derived[base] = found
         return found
+
+    def complete(self, card: AgentCard, environ: Mapping[str, Any]) -> AgentCard:
+        """``card`` with this app's JSON-RPC interfaces (1.0 and 0.3) at the URL the
+        request came to, unless it lists interfaces of its own."""
+        if card.supported_interfaces:
+            return card
+        url = request_base(environ) + self._rpc_path
+        return attrs.evolve(
+            card,
+            supported_interfaces=[
+                AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
+                AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"),
+            ],
+        )
 
     def _build(self, card: AgentCard) -> CardDocument:
         return CardDocument.of(self._signer(card) if self._signer is not None else card)

@@ -614,3 +614,26 @@ def test_credentials_and_tokens_never_reach_the_logs(
             assert secret not in caplog.text
     finally:
         application.close(WAIT)
+
+
+def test_extended_card_without_interfaces_is_completed_for_both_revisions(agent: EchoAgent) -> None:
+    import attrs
+
+    bare = attrs.evolve(card(extended=True), supported_interfaces=[])
+    application = A2AApplication(
+        bare,
+        agent,
+        authenticate=BearerTokens({"t": "a"}),
+        extended_card=attrs.evolve(bare, name="X"),
+    )
+    auth = {"Authorization": "Bearer t"}
+    try:
+        v1 = rpc(application, "GetExtendedAgentCard", {}, headers=auth).json()["result"]
+        assert v1["supportedInterfaces"][0]["url"] == "http://127.0.0.1:8000/"
+        v03 = rpc(
+            application, "agent/getAuthenticatedExtendedCard", {}, version=None, headers=auth
+        ).json()
+        assert v03["result"]["url"] == "http://127.0.0.1:8000/"
+        assert v03["result"]["name"] == "X"
+    finally:
+        application.close(WAIT)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -21,6 +22,7 @@ from a2a_sync.errors import (
 )
 from a2a_sync.server.auth import Principal
 from a2a_sync.server.context import CallContext
+from a2a_sync.server.executor import RequestContext, TaskUpdater
 from a2a_sync.server.handler import DefaultRequestHandler
 from a2a_sync.types import (
     GetTaskParams,
@@ -450,3 +452,46 @@ def test_another_principal_cannot_join_a_conversation(handler: DefaultRequestHan
     again = send(handler, "", message=Message.user("more", context_id=task.context_id))
     assert isinstance(again, Task)
     assert again.context_id == task.context_id
+
+
+class _Swarm(EchoAgent):
+    """32 threads publish chunks of one artifact while the test reads the task."""
+
+    def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
+        aid = updater.add_artifact("", artifact_id="a")
+        start = threading.Barrier(32)
+
+        def publish(i: int) -> None:
+            start.wait(WAIT)
+            for j in range(10):
+                updater.add_artifact(f"{i}.{j};", artifact_id=aid, append=True)
+
+        threads = [threading.Thread(target=publish, args=(i,)) for i in range(32)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(WAIT)
+        updater.complete()
+
+
+def test_32_publishing_threads_and_concurrent_reads_lose_nothing() -> None:
+    h = DefaultRequestHandler(card(), _Swarm())
+    try:
+        task = send(h, "go", return_immediately=True)
+        assert isinstance(task, Task)
+        sizes: list[int] = []
+        deadline = time.monotonic() + WAIT
+        while True:
+            assert time.monotonic() < deadline
+            current = h.dispatch(Operation.GET_TASK, GetTaskParams(id=task.id), ALICE)
+            parts = len(current.artifacts[0].parts) if current.artifacts else 0
+            sizes.append(parts)
+            if current.status.state is TaskState.completed:
+                break
+        assert sizes == sorted(sizes)  # snapshots only ever grow
+        pieces = current.artifacts[0].text.split(";")[:-1]
+        assert sorted(pieces) == sorted(f"{i}.{j}" for i in range(32) for j in range(10))
+        for i in range(32):
+            assert [p for p in pieces if p.startswith(f"{i}.")] == [f"{i}.{j}" for j in range(10)]
+    finally:
+        assert h.close(WAIT)

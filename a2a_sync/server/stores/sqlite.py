@@ -161,6 +161,10 @@ class SQLiteTaskStore(TaskStore):
         self._cache: collections.OrderedDict[str, _Record] = collections.OrderedDict()
         self._claims: collections.OrderedDict[tuple[str, str], str] = collections.OrderedDict()
         self._contexts: collections.OrderedDict[str, str] = collections.OrderedDict()
+        # task id -> its push configs, read once (every event of a task asks for them).
+        self._push_cache: collections.OrderedDict[str, list[StoredPushConfig]] = (
+            collections.OrderedDict()
+        )
         self._broker = EventBroker(buffer=subscriber_buffer)
         self._closed = False
         try:
@@ -351,6 +355,8 @@ class SQLiteTaskStore(TaskStore):
             )
 
         self._submit(write, wait=True).wait()
+        with self._lock:
+            self._push_cache.pop(task_id, None)
         return StoredPushConfig(config, revision)
 
     def get_push_config(self, task_id: str, config_id: str) -> StoredPushConfig | None:
@@ -361,11 +367,20 @@ class SQLiteTaskStore(TaskStore):
         return self._push_config(*rows[0]) if rows else None
 
     def list_push_configs(self, task_id: str) -> list[StoredPushConfig]:
-        rows = self._read(
-            "SELECT config, revision FROM a2a_push_configs WHERE task_id = ? ORDER BY created",
-            (task_id,),
-        )
-        return [self._push_config(blob, revision) for blob, revision in rows]
+        with self._lock:
+            cached = self._push_cache.get(task_id)
+            if cached is not None:
+                self._push_cache.move_to_end(task_id)
+                return list(cached)
+            rows = self._read(
+                "SELECT config, revision FROM a2a_push_configs WHERE task_id = ? ORDER BY created",
+                (task_id,),
+            )
+            configs = [self._push_config(blob, revision) for blob, revision in rows]
+            self._push_cache[task_id] = configs
+            if len(self._push_cache) > self._cache_size:
+                self._push_cache.popitem(last=False)
+            return list(configs)
 
     def delete_push_config(self, task_id: str, config_id: str) -> bool:
         deleted: list[int] = []
@@ -377,6 +392,8 @@ class SQLiteTaskStore(TaskStore):
             deleted.append(cursor.rowcount)
 
         self._submit(write, wait=True).wait()
+        with self._lock:
+            self._push_cache.pop(task_id, None)
         return bool(deleted and deleted[0])
 
     @staticmethod
