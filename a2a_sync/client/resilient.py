@@ -69,14 +69,9 @@ from ..types import (
     Task,
     TaskState,
 )
+from ._progress import NOT_PROCESSED_STATUSES, diff_events, resumable, settled
 from .client import A2AClient, MessageInput, TimeoutArg
-from .resilient_stream import (
-    NOT_PROCESSED_STATUSES,
-    ResilientTaskStream,
-    diff_events,
-    resumable,
-    settled,
-)
+from .resilient_stream import ResilientTaskStream
 
 __all__ = ["ResilientA2AClient", "ResilientTaskStream", "diff_events"]
 
