@@ -85,7 +85,15 @@ def serve_sdk(port: int) -> None:
     from a2a.server.request_handlers import DefaultRequestHandler
     from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
     from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-    from a2a.types import AgentCapabilities, AgentCard, AgentInterface, Part, Role, TaskState
+    from a2a.types import (
+        AgentCapabilities,
+        AgentCard,
+        AgentInterface,
+        AgentSkill,
+        Part,
+        Role,
+        TaskState,
+    )
     from starlette.applications import Starlette
 
     class Echo(AgentExecutor):
@@ -137,6 +145,7 @@ def serve_sdk(port: int) -> None:
         supported_interfaces=[
             AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0", url=url)
         ],
+        skills=[AgentSkill(id="echo", name="Echo", description="echo", tags=["echo"])],
     )
     handler = DefaultRequestHandler(
         agent_executor=Echo(), task_store=InMemoryTaskStore(), agent_card=card
