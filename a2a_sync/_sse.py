@@ -121,6 +121,10 @@ class SSEStream:
             default waits on the stream's close flag, so :meth:`close` ends the wait at
             once (an injected function is not interrupted; the stream checks the flag
             when it returns).
+        threaded: Read on a background thread feeding a bounded queue (default), or in
+            the consuming thread itself (one wake-up per event instead of two).
+        retry: Retry policy for the opening request (the transport's by default).
+            Reconnects never use transport retries: the reconnect policy paces them.
 
     Raises:
         TransportError: The stream could not be opened.
@@ -142,8 +146,10 @@ class SSEStream:
         json_fallback: bool = False,
         sleep: Callable[[float], None] | None = None,
         threaded: bool = True,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self._transport = transport
+        self._retry = retry
         self._sleep = sleep
         self._request = request
         self._timeout = timeout
@@ -354,7 +360,7 @@ class SSEStream:
                 idle_timeout=self._idle_timeout,
                 # A reconnect is retried by the reconnect loop, with its backoff and cap;
                 # transport retries inside each attempt would multiply the attempts.
-                retry=_NO_RETRY if reconnecting else None,
+                retry=_NO_RETRY if reconnecting else self._retry,
                 on_start=self._opening_started,
             )
         finally:

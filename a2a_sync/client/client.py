@@ -24,7 +24,7 @@ from ..errors import (
     UnsupportedOperation,
     excerpt,
 )
-from ..policies import RetryPolicy, Timeout, parse_retry_after
+from ..policies import ReconnectPolicy, RetryPolicy, Timeout, parse_retry_after
 from ..types import (
     AgentCard,
     ListPushConfigsResult,
@@ -631,6 +631,8 @@ class A2AClient:
         method = self._method(operation)
         request_id = self._ids()
         body = encode_request(method, self._params(params), request_id)
+        # Not marked idempotent even for SubscribeToTask: re-establishing a stream is the
+        # resilient client's job (L2, with its own budget and waits), not the transport's.
         request = StreamRequest("POST", self.url, body=body, headers=self._headers())
         try:
             sse = SSEStream(
@@ -638,9 +640,13 @@ class A2AClient:
                 request,
                 timeout=timeout if timeout is not None else self._timeout,
                 idle_timeout=self._stream_idle_timeout,
+                # A dropped A2A stream is resumed by resubscribing (ResilientA2AClient),
+                # never by repeating the request at the SSE level.
                 reconnect=reconnect,
+                reconnect_policy=None if reconnect is not None else ReconnectPolicy.none(),
                 json_fallback=True,
                 threaded=self._threaded_streams,
+                retry=self._retry,
             )
         except HTTPStatusError as exc:
             self._raise_rpc_error_in(exc, request_id)
