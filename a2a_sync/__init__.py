@@ -16,8 +16,19 @@ MCP client::
     with MCPConnection.stdio(["python", "server.py"]) as conn:
         print(conn.client().call_tool("add", {"a": 1, "b": 2}).structured_content)
 
-The server (``A2AApplication``, ``serve``), signing helpers and the MCP client are
-imported on first use, so ``import a2a_sync`` stays light.
+A2A server (a WSGI app; ``serve`` runs it on waitress)::
+
+    from a2a_sync import A2AApplication, AgentExecutor, serve
+
+    class Echo(AgentExecutor):
+        def execute(self, context, updater):
+            updater.add_artifact(f"echo: {context.text}")
+            updater.complete()
+
+    serve(Echo(), card=card, port=8000)
+
+The server, the signing helpers and the MCP client are imported on first use, so
+``import a2a_sync`` stays light.
 """
 
 from __future__ import annotations
@@ -118,6 +129,16 @@ from .types import (
 
 if TYPE_CHECKING:
     from .mcp import MCPClient, MCPConnection, Subscription, ToolCall
+    from .server import (
+        A2AApplication,
+        AgentExecutor,
+        InMemoryTaskStore,
+        RequestContext,
+        SQLiteTaskStore,
+        TaskUpdater,
+        serve,
+        serve_in_thread,
+    )
     from .signing import sign_card, verify_card
 
 __all__ = [
@@ -162,6 +183,15 @@ __all__ = [
     # card signing (lazy)
     "sign_card",
     "verify_card",
+    # A2A server (lazy; more in a2a_sync.server)
+    "A2AApplication",
+    "AgentExecutor",
+    "RequestContext",
+    "TaskUpdater",
+    "InMemoryTaskStore",
+    "SQLiteTaskStore",
+    "serve",
+    "serve_in_thread",
     # MCP client (lazy; the models live in a2a_sync.mcp)
     "MCPConnection",
     "MCPClient",
@@ -227,6 +257,14 @@ __all__ = [
 _LAZY = {
     "sign_card": ".signing",
     "verify_card": ".signing",
+    "A2AApplication": ".server",
+    "AgentExecutor": ".server",
+    "RequestContext": ".server",
+    "TaskUpdater": ".server",
+    "InMemoryTaskStore": ".server",
+    "SQLiteTaskStore": ".server",
+    "serve": ".server",
+    "serve_in_thread": ".server",
     "MCPConnection": ".mcp",
     "MCPClient": ".mcp",
     "ToolCall": ".mcp",
