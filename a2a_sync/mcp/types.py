@@ -16,6 +16,8 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
+from ._html import tool_html, tool_result_html
+
 __all__ = [
     "Annotations",
     "AudioContent",
@@ -286,6 +288,10 @@ class Tool:
     annotations: ToolAnnotations | None = None
     meta: dict[str, Any] | None = attrs.field(default=None, hash=False)
 
+    def _repr_html_(self) -> str:
+        """Jupyter: name, description, parameters and hints (escaped)."""
+        return tool_html(self)
+
 
 @attrs.frozen
 class CallToolResult:
@@ -304,6 +310,10 @@ class CallToolResult:
     def text(self) -> str:
         """All text blocks joined with newlines (``""`` when there are none)."""
         return "\n".join(b.text for b in self.content if isinstance(b, TextContent))
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the content blocks and structured content (escaped, cut when long)."""
+        return tool_result_html(self)
 
 
 # --- resources ------------------------------------------------------------------------------
