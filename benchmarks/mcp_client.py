@@ -1,4 +1,4 @@
-"""MCP stdio client: a2a_sync vs the official ``mcp`` client vs a minimal raw client.
+"""MCP client: a2a_sync vs the official ``mcp`` client (and a minimal raw client on stdio).
 
 Every variant makes sequential ``tools/call`` round trips over stdio, against
 (a) the framework-free echo server (``tests/mcp/peers/echo_server.py``), which isolates
@@ -13,10 +13,16 @@ process's CPU (all threads: our reader, the official client's event loop thread)
 
 Then connection start: spawn + negotiate + first call, median of ``--starts`` runs.
 
+``--target http`` instead runs the official ``MCPServer`` over Streamable HTTP (one
+uvicorn process on 127.0.0.1) and compares ``MCPConnection.http`` with the official
+``mcp.Client(url)``, one table per era: legacy (session, answers as event streams) and
+modern 2026-07-28 (stateless, JSON answers). CPU µs/op is this process's CPU per call.
+
 Run from the repo top::
 
-    .venv/bin/python -m benchmarks.mcp_client                   # both servers
+    .venv/bin/python -m benchmarks.mcp_client                   # both stdio servers
     .venv/bin/python -m benchmarks.mcp_client --target echo --reps 7 --n 5000
+    .venv/bin/python -m benchmarks.mcp_client --target http     # Streamable HTTP
 """
 
 from __future__ import annotations
@@ -122,6 +128,86 @@ class OfficialClient:
         self.loop.close()
 
 
+class OfficialHTTPClient(OfficialClient):
+    """The official ``mcp.Client`` over Streamable HTTP, on a loop thread."""
+
+    def __init__(self, url: str, mode: str) -> None:
+        self.mode = mode
+        super().__init__([url])
+
+    async def _main(self, argv: list[str]) -> None:
+        from mcp import Client
+
+        self.stop = asyncio.Event()
+        async with Client(argv[0], mode=self.mode) as client:  # type: ignore[arg-type]
+            self.session = client
+            self.ready.set()
+            await self.stop.wait()
+
+
+def http_variants(url: str, era: str, server_pid: int) -> tuple[list[Variant], Callable[[], None]]:
+    """ours vs official over Streamable HTTP in one era, against the same server."""
+    name, arguments, expected = CALLS["mcpserver"]
+    conn = MCPConnection.http(url, era=era)
+    ours = conn.client()
+    official = OfficialHTTPClient(url, "legacy" if era == "legacy" else "2026-07-28")
+
+    def run_ours(n: int) -> int:
+        for _ in range(n):
+            result = ours.call_tool(name, arguments)
+        assert result.text == expected
+        return n
+
+    async def official_calls(n: int) -> Any:
+        for _ in range(n):
+            result = await official.session.call_tool(name, arguments)
+        return result
+
+    def run_official(n: int) -> int:
+        result = official.run(official_calls(n))
+        assert result.content[0].text == expected
+        return n
+
+    variants = [
+        Variant("ours", run_ours, server_pid=server_pid),
+        Variant("official", run_official, server_pid=server_pid),
+    ]
+
+    def cleanup() -> None:
+        conn.close()
+        official.close()
+
+    return variants, cleanup
+
+
+def run_http(rest: list[str]) -> None:
+    proc = subprocess.Popen(
+        [*SDK, "http"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        port = proc.stdout.readline().split()[1]  # "PORT <n>", printed once bound
+        url = f"http://127.0.0.1:{port}/mcp"
+        for era in ("legacy", "modern"):
+            variants, cleanup = http_variants(url, era, proc.pid)
+            try:
+                run_cli(
+                    variants,
+                    baseline="official",
+                    default_n=300,
+                    title=f"MCP Streamable HTTP tools/call against MCPServer, {era} era",
+                    argv=rest,
+                )
+            finally:
+                cleanup()
+            print()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
 def variants_for(target: str) -> tuple[list[Variant], Callable[[], None]]:
     argv = ECHO if target == "echo" else SDK
     name, arguments, expected = CALLS[target]
@@ -210,9 +296,12 @@ def time_starts(argv: list[str], runs: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--target", choices=["echo", "mcpserver", "both"], default="both")
+    parser.add_argument("--target", choices=["echo", "mcpserver", "both", "http"], default="both")
     parser.add_argument("--starts", type=int, default=7, help="connection starts to time")
     args, rest = parser.parse_known_args()
+    if args.target == "http":
+        run_http(rest)
+        return
     targets = ["echo", "mcpserver"] if args.target == "both" else [args.target]
     for target in targets:
         variants, cleanup = variants_for(target)

@@ -8,6 +8,7 @@ reads end at once when the exchange or stream is stopped from another thread.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -52,6 +53,9 @@ MIN_RECONNECT_DELAY: Final = 0.1
 #: A GET stream that stayed open this long (or delivered a message) was healthy: its end
 #: does not count toward giving up (servers and proxies end idle streams routinely).
 HEALTHY_STREAM_TIME: Final = 10.0
+#: After the answer, how long to wait for the server to end its stream (it should at
+#: once) before dropping the connection instead of returning it to the pool.
+DRAIN_TIMEOUT: Final = 1.0
 
 _READ: Final = "read"
 _RETRY: Final = "retry"
@@ -199,21 +203,32 @@ class Exchange:
         self.sink.deliver(message)
 
     def read(self, response: StreamResponse, source: str) -> bool:
-        """Read the answer's event stream until the answer arrives or the stream ends.
+        """Read the answer's event stream to its end, delivering as events arrive (after
+        the answer, for at most :data:`DRAIN_TIMEOUT`).
 
         Returns:
             True when done (answered, or stopped from outside); False when the stream
             ended first (:attr:`failure` says why, if it broke).
         """
 
+        answered_before = self.answered
+
         def on_event(event: ServerSentEvent) -> bool:
+            nonlocal answered_before
             self.events += 1
             if event.data:  # empty: a priming event; only its id matters
                 for message in decode_messages(event.data, source):
                     self.take(message)
-            # Stop at the answer: servers end the stream after it anyway, and one that
-            # keeps it open must not hold this thread.
-            return self.answered
+            if self.answered and not answered_before:
+                answered_before = True
+                # Servers end the stream right after the answer: read on to its end so
+                # the connection goes back to the pool, but only briefly, so a server
+                # that keeps it open cannot hold this thread.
+                sock = self.call.sock if self.call is not None else None
+                if sock is not None:
+                    with contextlib.suppress(OSError):
+                        sock.settimeout(DRAIN_TIMEOUT)
+            return False
 
         try:
             self.failure = pump(response, self.decoder, on_event)

@@ -228,7 +228,11 @@ def serve(app: Any) -> None:
     """Serve ``app`` on 127.0.0.1, on a port bound here first (no race), printed first."""
     import uvicorn
 
-    sock = socket.create_server(("127.0.0.1", 0))
+    # proto=IPPROTO_TCP, as uvicorn's own sockets have: asyncio sets TCP_NODELAY only on
+    # those, and without it Nagle holds every keep-alive answer back ~40 ms.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     server.run(sockets=[sock])

@@ -262,6 +262,22 @@ def test_answers_come_as_json_or_as_an_event_stream_with_a_priming_event(
         assert post.headers["Content-Type"] == "application/json"
 
 
+def test_a_stream_kept_open_after_the_answer_is_let_go_soon(
+    serve: Callable[[Script], str],
+) -> None:
+    let_go = threading.Event()
+
+    def call(sock: socket.socket, request: RecordedRequest, message: dict[str, Any]) -> None:
+        sse_head(sock)
+        sse_event(sock, text_result(message, "answered"))
+        if wait_closed(sock, timeout=10):  # the client drops it after DRAIN_TIMEOUT (1 s)
+            let_go.set()
+
+    with connect(serve(Script(tools__call=call))) as conn:
+        assert conn.client().call_tool("x").text == "answered"  # not held back meanwhile
+        assert let_go.wait(5)
+
+
 def test_a_server_error_fails_only_that_request(serve: Callable[[Script], str]) -> None:
     def call(sock: socket.socket, request: RecordedRequest, message: dict[str, Any]) -> None:
         if message["params"]["name"] == "broken":
@@ -318,8 +334,8 @@ def test_a_refused_delete_does_not_fail_close(serve: Callable[[Script], str]) ->
     script = Script()
     script.delete = lambda sock, request: respond(sock, 405)
     conn = connect(serve(script))
-    conn.close()
-    assert recorded(serve)[-1].method == "DELETE"
+    conn.close()  # does not raise
+    assert [r.method for r in recorded(serve)].count("DELETE") == 1
 
 
 def test_credentials_and_the_session_id_never_reach_logs_errors_or_reprs(
@@ -692,7 +708,10 @@ def test_the_bearer_token_goes_on_every_request_and_never_in_the_query(
     ) as conn:
         conn.client().list_tools()
     requests = recorded(serve)
-    assert [r.headers["Authorization"] for r in requests] == [f"Bearer {t}" for t in asked]
+    # One fresh token per request (the GET stream may go out while tools/list does).
+    assert sorted(r.headers["Authorization"] for r in requests) == sorted(
+        f"Bearer {t}" for t in asked
+    )
     assert all(r.headers["X-Tenant"] == "t1" for r in requests)
     assert all("tok-" not in r.path for r in requests)
 
@@ -740,6 +759,7 @@ def test_close_is_prompt_while_a_request_waits_and_leaves_no_threads(
         started.set()
         wait_closed(sock, timeout=30)  # never answers on its own
 
+    before = set(threading.enumerate())
     conn = connect(serve(Script(tools__call=call)))
     errors: list[BaseException] = []
 
@@ -756,5 +776,7 @@ def test_close_is_prompt_while_a_request_waits_and_leaves_no_threads(
     waiter.join(5)  # well before the 30 s the server would hold it
     assert not waiter.is_alive()
     assert len(errors) == 1
-    leftovers = [t.name for t in threading.enumerate() if t.name.startswith("a2a-sync-mcp-http")]
+    leftovers = [
+        t.name for t in set(threading.enumerate()) - before if t.name.startswith("a2a-sync-mcp")
+    ]
     assert leftovers == []
