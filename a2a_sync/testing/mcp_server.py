@@ -1,0 +1,501 @@
+"""A scriptable MCP stdio server for tests: canned tools, resources and prompts.
+
+Point :meth:`~a2a_sync.mcp.MCPConnection.stdio` at :func:`mcp_server_command` and the
+code under test talks to a real MCP server process, with no SDK and no network::
+
+    from a2a_sync.mcp import MCPConnection
+    from a2a_sync.testing import mcp_server_command
+
+    argv = mcp_server_command(tools={"greet": "Hello, {name}!"})
+    with MCPConnection.stdio(argv) as conn:
+        assert conn.client().call_tool("greet", {"name": "Ada"}).text == "Hello, Ada!"
+
+From a shell: ``python -m a2a_sync.testing.mcp_server --tool greet='Hello, {name}!'``
+(``--error-tool``, ``--resource URI=TEXT``, ``--prompt NAME=TEXT``, ``--script FILE.json``,
+``--record FILE``).
+
+The script (a dict, or a JSON file) says what the server offers; every key is optional
+and unknown keys are refused, so a typo fails the test at once::
+
+    {
+      "name": "scripted", "version": "1.0", "instructions": "...",
+      "tools": {
+        "greet": "Hello, {name}!",                 # reply text; {arg} is the argument
+        "add":   {"description": "...", "input_schema": {...}, "output_schema": {...},
+                  "reply": "...", "structured": {...},   # structuredContent
+                  "is_error": false,                     # a failed tool call (a result)
+                  "error": {"code": -32603, "message": "boom"},   # a JSON-RPC error
+                  "delay": 0.5,                          # seconds before answering
+                  "progress": 3}                         # progress notifications first
+      },
+      "resources": {"mem://notes": "text" | {"name": "...", "text": "...", "mime_type": "..."}},
+      "prompts":   {"review": "Review {code}" | {"description": "...", "arguments": ["code"],
+                                                 "text": "Review {code}"}}
+    }
+
+In-process, :class:`ScriptedMCPServer` also takes Python ``handlers`` per tool (the demo's
+tool server is built that way). It speaks the handshake era (``initialize``, revisions
+2024-11-05 .. 2025-11-25) over newline-delimited JSON on stdin/stdout, one request at a
+time; ``--record FILE`` appends every message it receives to ``FILE`` as one JSON line, so
+a test can check what its code sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, Final
+
+from ..errors import ConfigurationError
+
+__all__ = [
+    "PROTOCOL_VERSIONS",
+    "ScriptedMCPServer",
+    "ToolHandler",
+    "main",
+    "mcp_server_command",
+    "recorded_messages",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Handshake revisions the server accepts; it answers a newer offer with the last one.
+PROTOCOL_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+#: The module ``python -m`` runs.
+MODULE: Final = "a2a_sync.testing.mcp_server"
+
+#: A tool implemented in Python: ``handler(arguments) -> str | dict | JSON value``. A ``str``
+#: is the text; a ``dict`` is the structured content (its JSON is the text); raising makes
+#: a failed call (``isError`` with the exception's text).
+ToolHandler = Callable[[dict[str, Any]], Any]
+
+_TOOL_KEYS: Final = frozenset(
+    {
+        "description",
+        "input_schema",
+        "output_schema",
+        "reply",
+        "structured",
+        "is_error",
+        "error",
+        "delay",
+        "progress",
+    }
+)
+_RESOURCE_KEYS: Final = frozenset({"name", "description", "text", "blob", "mime_type"})
+_PROMPT_KEYS: Final = frozenset({"description", "arguments", "text", "role"})
+_SCRIPT_KEYS: Final = frozenset(
+    {"name", "version", "instructions", "tools", "resources", "prompts"}
+)
+_PLACEHOLDER: Final = re.compile(r"\{(\w+)\}")
+_METHOD_NOT_FOUND: Final = -32601
+_INVALID_PARAMS: Final = -32602
+
+
+def _fill(template: str, values: Mapping[str, Any]) -> str:
+    """Replace ``{name}`` with ``values[name]`` (other braces stay as they are)."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            return match.group(0)
+        value = values[name]
+        return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+    return _PLACEHOLDER.sub(one, template)
+
+
+def _entries(script: Mapping[str, Any], key: str, allowed: frozenset[str]) -> dict[str, Any]:
+    section = script.get(key) or {}
+    if not isinstance(section, Mapping):
+        raise ConfigurationError(f"script {key!r} must be an object keyed by name")
+    entries: dict[str, Any] = {}
+    for name, given in section.items():
+        spec = {"text" if key != "tools" else "reply": given} if isinstance(given, str) else given
+        if not isinstance(spec, Mapping):
+            raise ConfigurationError(f"script {key}[{name!r}] must be a string or an object")
+        unknown = set(spec) - allowed
+        if unknown:
+            raise ConfigurationError(
+                f"script {key}[{name!r}] has unknown keys {sorted(unknown)}; "
+                f"known: {sorted(allowed)}"
+            )
+        entries[str(name)] = dict(spec)
+    return entries
+
+
+class ScriptedMCPServer:
+    """The server behind :func:`mcp_server_command`: a script plus optional Python tools.
+
+    Not thread-safe: :meth:`serve` answers one message at a time on the calling thread.
+
+    Args:
+        script: What the server offers (see the module docstring).
+        handlers: Tools implemented in Python (:data:`ToolHandler`), by name; a name in
+            the script's ``tools`` takes its description and schemas from there.
+        record: A file to append every received message to (one JSON line each).
+
+    Raises:
+        ConfigurationError: The script is malformed (unknown keys, wrong types).
+    """
+
+    def __init__(
+        self,
+        script: Mapping[str, Any] | None = None,
+        *,
+        handlers: Mapping[str, ToolHandler] | None = None,
+        record: str | os.PathLike[str] | None = None,
+    ) -> None:
+        script = dict(script or {})
+        unknown = set(script) - _SCRIPT_KEYS
+        if unknown:
+            raise ConfigurationError(
+                f"script has unknown keys {sorted(unknown)}; known: {sorted(_SCRIPT_KEYS)}"
+            )
+        self.name = str(script.get("name", "scripted-mcp-server"))
+        self.version = str(script.get("version", "1.0"))
+        self.instructions: str | None = script.get("instructions")
+        self.tools = _entries(script, "tools", _TOOL_KEYS)
+        self.handlers = dict(handlers or {})
+        for name in self.handlers:
+            self.tools.setdefault(name, {})
+        self.resources = _entries(script, "resources", _RESOURCE_KEYS)
+        self.prompts = _entries(script, "prompts", _PROMPT_KEYS)
+        self._record = Path(record) if record is not None else None
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def serve(self, stdin: IO[bytes], stdout: IO[bytes]) -> None:
+        """Answer messages from ``stdin`` on ``stdout`` until end of input."""
+        for line in stdin:
+            if not line.strip():
+                continue
+            try:
+                message = json.loads(line)
+            except ValueError:
+                self._write(stdout, _error(None, -32700, "Parse error"))
+                continue
+            if self._record is not None:
+                with self._record.open("a", encoding="utf-8") as record:
+                    record.write(json.dumps(message, ensure_ascii=False) + "\n")
+            for answer in self.answers(message):
+                self._write(stdout, answer)
+
+    @staticmethod
+    def _write(stdout: IO[bytes], message: dict[str, Any]) -> None:
+        stdout.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+        stdout.flush()
+
+    def handle(self, message: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Everything the server writes in answer to one message (notifications first)."""
+        return list(self.answers(message))
+
+    def answers(self, message: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        """Like :meth:`handle`, produced as they are due (a tool's progress comes early)."""
+        method = message.get("method")
+        request_id = message.get("id")
+        params = message.get("params") or {}
+        if not isinstance(method, str) or request_id is None:
+            return  # a notification, or a response to nothing we asked
+        if method == "tools/call":
+            yield from self._call(request_id, params)
+        elif method == "initialize":
+            yield _result(request_id, self._initialize(params))
+        elif method == "ping":
+            yield _result(request_id, {})
+        elif method == "tools/list":
+            listing = [self._tool(name, spec) for name, spec in self.tools.items()]
+            yield _result(request_id, {"tools": listing})
+        elif method == "resources/list":
+            listing = [self._resource(uri, spec) for uri, spec in self.resources.items()]
+            yield _result(request_id, {"resources": listing})
+        elif method == "resources/read":
+            yield self._read(request_id, params)
+        elif method == "prompts/list":
+            listing = [self._prompt(name, spec) for name, spec in self.prompts.items()]
+            yield _result(request_id, {"prompts": listing})
+        elif method == "prompts/get":
+            yield self._get_prompt(request_id, params)
+        else:
+            yield _error(request_id, _METHOD_NOT_FOUND, "Method not found")
+
+    # -- methods -------------------------------------------------------------------------------
+
+    def _initialize(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        offered = params.get("protocolVersion")
+        capabilities: dict[str, Any] = {}
+        if self.tools:
+            capabilities["tools"] = {"listChanged": False}
+        if self.resources:
+            capabilities["resources"] = {"listChanged": False, "subscribe": False}
+        if self.prompts:
+            capabilities["prompts"] = {"listChanged": False}
+        result: dict[str, Any] = {
+            "protocolVersion": offered if offered in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1],
+            "capabilities": capabilities,
+            "serverInfo": {"name": self.name, "version": self.version},
+        }
+        if self.instructions:
+            result["instructions"] = self.instructions
+        return result
+
+    @staticmethod
+    def _tool(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+        tool: dict[str, Any] = {
+            "name": name,
+            "inputSchema": spec.get("input_schema") or {"type": "object"},
+        }
+        if spec.get("description"):
+            tool["description"] = spec["description"]
+        if spec.get("output_schema"):
+            tool["outputSchema"] = spec["output_schema"]
+        return tool
+
+    def _call(self, request_id: Any, params: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        name = params.get("name")
+        arguments = params.get("arguments") or {}
+        spec = self.tools.get(name) if isinstance(name, str) else None
+        if spec is None or not isinstance(arguments, dict):
+            yield _error(request_id, _INVALID_PARAMS, f"Unknown tool: {name}")
+            return
+        assert isinstance(name, str)
+        token = (params.get("_meta") or {}).get("progressToken")
+        steps = int(spec.get("progress", 0))
+        delay = float(spec.get("delay", 0.0))
+        # The delay is spread over the progress steps. Sleeping is the point: a test server
+        # answers one request at a time, like a slow tool would.
+        for step in range(1, steps + 1):
+            if token is not None:
+                yield _progress(token, step, steps)
+            time.sleep(delay / steps)
+        if delay and not steps:
+            time.sleep(delay)
+        if "error" in spec:
+            error = spec["error"]
+            yield _error(request_id, int(error["code"]), str(error["message"]))
+            return
+        handler = self.handlers.get(name)
+        if handler is not None:
+            yield _result(request_id, _handler_result(name, handler, arguments))
+            return
+        structured = spec.get("structured")
+        text = spec.get("reply")
+        if text is None:
+            text = json.dumps(structured, ensure_ascii=False) if structured is not None else ""
+        result: dict[str, Any] = {
+            "content": [{"type": "text", "text": _fill(str(text), arguments)}],
+            "isError": bool(spec.get("is_error", False)),
+        }
+        if structured is not None:
+            result["structuredContent"] = structured
+        yield _result(request_id, result)
+
+    @staticmethod
+    def _resource(uri: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+        resource: dict[str, Any] = {"uri": uri, "name": spec.get("name", uri)}
+        if spec.get("description"):
+            resource["description"] = spec["description"]
+        resource["mimeType"] = spec.get("mime_type", "text/plain")
+        return resource
+
+    def _read(self, request_id: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+        uri = params.get("uri")
+        spec = self.resources.get(uri) if isinstance(uri, str) else None
+        if spec is None:
+            return _error(request_id, -32002, "Resource not found", {"uri": uri})
+        contents: dict[str, Any] = {"uri": uri, "mimeType": spec.get("mime_type", "text/plain")}
+        if "blob" in spec:
+            contents["blob"] = spec["blob"]
+        else:
+            contents["text"] = spec.get("text", "")
+        return _result(request_id, {"contents": [contents]})
+
+    @staticmethod
+    def _prompt(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+        prompt: dict[str, Any] = {"name": name}
+        if spec.get("description"):
+            prompt["description"] = spec["description"]
+        arguments = spec.get("arguments")
+        if arguments is None:
+            arguments = _PLACEHOLDER.findall(str(spec.get("text", "")))
+        if arguments:
+            prompt["arguments"] = [{"name": a, "required": True} for a in arguments]
+        return prompt
+
+    def _get_prompt(self, request_id: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+        name = params.get("name")
+        spec = self.prompts.get(name) if isinstance(name, str) else None
+        if spec is None:
+            return _error(request_id, _INVALID_PARAMS, f"Unknown prompt: {name}")
+        arguments = params.get("arguments") or {}
+        text = _fill(str(spec.get("text", "")), arguments)
+        result: dict[str, Any] = {
+            "messages": [
+                {"role": spec.get("role", "user"), "content": {"type": "text", "text": text}}
+            ]
+        }
+        if spec.get("description"):
+            result["description"] = spec["description"]
+        return _result(request_id, result)
+
+
+def _handler_result(name: str, handler: ToolHandler, arguments: dict[str, Any]) -> dict[str, Any]:
+    try:
+        value = handler(arguments)
+    except Exception as exc:  # the server's top level: a failing tool is a failed call
+        logger.exception("tool %s raised", name)
+        return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
+    if isinstance(value, str):
+        return {"content": [{"type": "text", "text": value}], "isError": False}
+    text = json.dumps(value, ensure_ascii=False)
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": False}
+    if isinstance(value, dict):
+        result["structuredContent"] = value
+    return result
+
+
+def _result(request_id: Any, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def _error(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _progress(token: Any, step: int, total: int) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": token, "progress": step, "total": total},
+    }
+
+
+# --- the command ---------------------------------------------------------------------------
+
+
+def mcp_server_command(
+    script: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    *,
+    tools: Mapping[str, str] | None = None,
+    error_tools: Mapping[str, str] | None = None,
+    resources: Mapping[str, str] | None = None,
+    prompts: Mapping[str, str] | None = None,
+    record: str | os.PathLike[str] | None = None,
+) -> list[str]:
+    """The argv of a scripted MCP stdio server, for :meth:`MCPConnection.stdio`.
+
+    Example::
+
+        argv = mcp_server_command(
+            {"tools": {"add": {"structured": {"sum": 3}}}},
+            resources={"mem://readme": "hello"},
+        )
+        with MCPConnection.stdio(argv) as conn:
+            assert conn.client().call_tool("add", {"a": 1, "b": 2}).structured_content == {"sum": 3}
+
+    Args:
+        script: A script dict (checked here, passed inline) or a JSON script file.
+        tools: Tools answering with a text (``{arg}`` is replaced by the argument).
+        error_tools: Tools whose call fails (``isError``) with a text.
+        resources: Text resources by URI.
+        prompts: Prompts by name (``{arg}`` placeholders become required arguments).
+        record: A file the server appends every received message to (JSON lines).
+
+    Returns:
+        ``[sys.executable, "-m", "a2a_sync.testing.mcp_server", ...]``.
+
+    Raises:
+        ConfigurationError: The script dict is malformed.
+    """
+    argv = [sys.executable, "-m", MODULE]
+    if isinstance(script, Mapping):
+        ScriptedMCPServer(script)  # fail here, in the test, not in the server's stderr
+        argv += ["--script-json", json.dumps(script, ensure_ascii=False)]
+    elif script is not None:
+        argv += ["--script", os.fspath(script)]
+    for flag, entries in (
+        ("--tool", tools),
+        ("--error-tool", error_tools),
+        ("--resource", resources),
+        ("--prompt", prompts),
+    ):
+        for name, text in (entries or {}).items():
+            argv += [flag, f"{name}={text}"]
+    if record is not None:
+        argv += ["--record", os.fspath(record)]
+    return argv
+
+
+def recorded_messages(record: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The messages a server started with ``record=`` received, in order."""
+    path = Path(record)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def _pair(text: str, flag: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise ConfigurationError(f"{flag} takes NAME=TEXT, got {text!r}")
+    return name, value
+
+
+def _script_from(args: argparse.Namespace) -> dict[str, Any]:
+    script: dict[str, Any] = {}
+    try:
+        if args.script:
+            script = json.loads(Path(args.script).read_text(encoding="utf-8"))
+        elif args.script_json:
+            script = json.loads(args.script_json)
+    except (OSError, ValueError) as exc:
+        raise ConfigurationError(f"cannot read the script: {exc}") from exc
+    if not isinstance(script, dict):
+        raise ConfigurationError("the script must be a JSON object")
+    sections: Sequence[tuple[str, str, list[str], Callable[[str], Any]]] = (
+        ("tools", "--tool", args.tool, lambda text: text),
+        ("tools", "--error-tool", args.error_tool, lambda text: {"reply": text, "is_error": True}),
+        ("resources", "--resource", args.resource, lambda text: text),
+        ("prompts", "--prompt", args.prompt, lambda text: text),
+    )
+    for key, flag, values, spec in sections:
+        for value in values:
+            name, text = _pair(value, flag)
+            script.setdefault(key, {})[name] = spec(text)
+    return script
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the scripted server on stdin/stdout; returns the exit status (2: bad script)."""
+    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n")[0])
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--script", help="JSON script file")
+    source.add_argument("--script-json", help="JSON script text")
+    parser.add_argument("--tool", action="append", default=[], metavar="NAME=TEXT")
+    parser.add_argument("--error-tool", action="append", default=[], metavar="NAME=TEXT")
+    parser.add_argument("--resource", action="append", default=[], metavar="URI=TEXT")
+    parser.add_argument("--prompt", action="append", default=[], metavar="NAME=TEXT")
+    parser.add_argument("--record", help="append every received message to this file")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    try:
+        server = ScriptedMCPServer(_script_from(args), record=args.record)
+    except ConfigurationError as exc:
+        sys.stderr.write(f"{parser.prog}: {exc}\n")
+        return 2
+    server.serve(sys.stdin.buffer, sys.stdout.buffer)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
