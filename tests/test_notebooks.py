@@ -49,6 +49,17 @@ EXPECTED_OUTPUTS: Final = {
         "TaskNotFound -32001",
         "ConnectError",
     ],
+    "02_resilience.ipynb": [
+        "trying the next agent",  # the fallback, in the log
+        "echo: hello",
+        "TaskWaitTimeout",
+        "42",
+        "the agent asks: Into which language?",
+        "bonjour",
+        "resubscribing",  # the stalled stream, in the log
+        "'part 1, part 2'",
+        "→ ConnectError\nhttp://",  # both agents of AllAgentsFailed
+    ],
 }
 
 #: Longest a single cell may run (the slowest cells wait on purpose, for about 2 s).
