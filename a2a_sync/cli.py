@@ -18,6 +18,7 @@ Errors are printed as one line on stderr; ``--debug`` prints the traceback inste
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import logging
 import sys
@@ -174,18 +175,35 @@ def _print_after_stream(result: Any, out: _Output) -> None:
         out.line(result.status.message.text)
 
 
-def _progress(total: int | None, description: str) -> Any:
-    """A tqdm progress bar on stderr when tqdm is installed and stderr is a terminal or a
-    notebook; otherwise ``None``."""
+def _in_notebook() -> bool:
+    """True inside a Jupyter kernel (IPython imported and running a ZMQ shell)."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython is not None else None
+    return type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def progress_bar(total: int | None, description: str, *, unit: str = " events") -> Any:
+    """A tqdm progress bar on stderr, or ``None`` where it would not be seen properly.
+
+    Shown when tqdm is installed (the ``cli`` extra) and stderr is a terminal or the code
+    runs in a notebook (a widget if ipywidgets is installed, else text); never in pipes,
+    logs or CI, where plain lines are printed instead.
+    """
+    notebook = _in_notebook()
+    if not notebook and not sys.stderr.isatty():
+        return None
     try:
-        from tqdm.auto import tqdm  # noqa: PLC0415 - optional, and slow to import
+        if notebook and importlib.util.find_spec("ipywidgets") is not None:
+            from tqdm.notebook import tqdm  # noqa: PLC0415 - optional, slow to import
+        else:
+            from tqdm.std import tqdm  # noqa: PLC0415
     except ImportError:
         return None
-    return tqdm(total=total, desc=description, unit=" events", file=sys.stderr, leave=False)
+    return tqdm(total=total, desc=description, unit=unit, file=sys.stderr, leave=False)
 
 
 def _stream(events: Iterator[Any], out: _Output) -> None:
-    bar = None if out.as_json else _progress(None, "streaming")
+    bar = None if out.as_json else progress_bar(None, "streaming")
     try:
         for event in events:
             if bar is not None:
@@ -226,7 +244,7 @@ def _wait(client: Any, result: Any, out: _Output) -> Any:
     if isinstance(result, Message) or result.is_terminal or result.is_interrupted:
         return result
     policy = PollPolicy()
-    bar = None if out.as_json else _progress(None, "waiting")
+    bar = None if out.as_json else progress_bar(None, "waiting")
     polls = 0
     try:
         while not (result.is_terminal or result.is_interrupted):
@@ -348,8 +366,9 @@ def _tool_text(result: Any) -> str:
 
 
 def _cmd_demo(args: argparse.Namespace, out: _Output) -> int:
-    out.line("a2a_sync demo: the end-to-end demo lands with the demo/CLI issue.")
-    return EXIT_OK
+    from .demo import run_demo  # noqa: PLC0415 - needs the server extra
+
+    return run_demo(out.stream)
 
 
 def _parser() -> argparse.ArgumentParser:
