@@ -60,6 +60,20 @@ EXPECTED_OUTPUTS: Final = {
         "'part 1, part 2'",
         "→ ConnectError\nhttp://",  # both agents of AllAgentsFailed
     ],
+    "03_mcp_client.ipynb": [
+        "notes-server 1.0 speaks MCP",
+        '<div class="a2a-sync-tool"><code>greet</code>',  # the tools, rendered
+        "Hello, Ada!",
+        "is_error: True | cannot divide by zero",
+        "InvalidParams -32602",
+        "ServiceStatus(healthy=True, version='2.1.0', uptime_s=86400)",
+        "progress 5 of 5",
+        "Reindexed notes.",
+        "- run it in CI",
+        "[user] Please review:",
+        "'Hello, Barbara!'",
+        "closed: True",
+    ],
 }
 
 #: Longest a single cell may run (the slowest cells wait on purpose, for about 2 s).
