@@ -307,12 +307,12 @@ def test_an_ended_session_answered_400_is_initialized_again_with_its_subscriptio
     with connect(url, events) as conn:
         client = conn.client(timeout=15)
         client.subscribe_resource(DOC)
-        old = conn.transport._session_id  # type: ignore[attr-defined]
+        old = conn.transport._session.id  # type: ignore[attr-defined]
         _end_session(url, old)
         # The next call gets 400 "No valid session ID provided": one new session, and the
         # refused call is sent again on it.
         assert client.call_tool("echo", {"message": "again"}).text == "Echo: again"
-        assert conn.transport._session_id not in (None, old)  # type: ignore[attr-defined]
+        assert conn.transport._session.id not in (None, old)  # type: ignore[attr-defined]
         # The subscription was replayed on the new session and its GET stream is open.
         client.call_tool("toggle-subscriber-updates")
         try:
@@ -323,7 +323,7 @@ def test_an_ended_session_answered_400_is_initialized_again_with_its_subscriptio
 
 def test_close_deletes_the_session(url: str) -> None:
     conn = connect(url, Events())
-    session_id = conn.transport._session_id  # type: ignore[attr-defined]
+    session_id = conn.transport._session.id  # type: ignore[attr-defined]
     conn.close()
     refused = requests.post(
         url,

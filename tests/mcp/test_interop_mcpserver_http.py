@@ -215,7 +215,11 @@ def test_cancel_from_another_thread(
     client: MCPClient, peer: tuple[MCPConnection, Recorder, str]
 ) -> None:
     tag = f"cancel-{peer[2]}"
-    call = client.start_tool_call("slow", {"seconds": 30, "tag": tag})
+    running = threading.Event()
+    call = client.start_tool_call(
+        "slow", {"seconds": 30, "tag": tag}, progress=lambda p: running.set()
+    )
+    assert running.wait(5)  # the server has the call: a cancel must reach it
     errors: list[BaseException] = []
 
     def wait() -> None:
@@ -309,7 +313,7 @@ def test_an_expired_session_is_initialized_again_once(streamable_url: str) -> No
     recorder = Recorder()
     with connect(streamable_url, "legacy", recorder) as conn:
         client = conn.client(timeout=10)
-        old = conn.transport._session_id  # type: ignore[attr-defined]
+        old = conn.transport._session.id  # type: ignore[attr-defined]
         # End the session behind the client's back: the server answers 404 from now on.
         assert requests.delete(
             streamable_url,
@@ -317,5 +321,5 @@ def test_an_expired_session_is_initialized_again_once(streamable_url: str) -> No
             timeout=5,
         ).ok
         assert client.call_tool("add", {"a": 2, "b": 2}).text == "4"
-        assert conn.transport._session_id not in (None, old)  # type: ignore[attr-defined]
+        assert conn.transport._session.id not in (None, old)  # type: ignore[attr-defined]
         assert client.call_tool("sampled").text == "hi from the model"  # callbacks still work

@@ -12,7 +12,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from ... import _jsonrpc
@@ -128,6 +128,7 @@ class Exchange:
         "message",
         "method",
         "modern",
+        "quiet",
         "refusal",
         "request_id",
         "result",
@@ -159,6 +160,9 @@ class Exchange:
         self.decoder = SSEDecoder(max_event_bytes)
         #: Abandoned or closing: waits and reads end, quietly.
         self.stop = threading.Event()
+        #: Clear while an HTTP request for this exchange is being sent.
+        self.quiet = threading.Event()
+        self.quiet.set()
         self.call: Call | None = None
         self.answered = False
         self.result: dict[str, Any] | None = None
@@ -172,6 +176,15 @@ class Exchange:
         self.call = call
         if self.stop.is_set():
             call.cancel()
+
+    @contextlib.contextmanager
+    def sending(self) -> Iterator[None]:
+        """Marks the span in which a request of this exchange may still be leaving."""
+        self.quiet.clear()
+        try:
+            yield
+        finally:
+            self.quiet.set()
 
     def abort(self) -> None:
         """Stop from any thread: the current call (opening or streaming) fails at once."""
@@ -278,7 +291,8 @@ def resume(link: Link, exchange: Exchange, headers: Callable[[], dict[str, str]]
         request_headers[LAST_EVENT_ID_HEADER] = decoder.last_event_id
         before = exchange.events
         try:
-            response = link.open("GET", request_headers, exchange.started)
+            with exchange.sending():
+                response = link.open("GET", request_headers, exchange.started)
         except Cancelled:
             if exchange.stop.is_set():
                 return

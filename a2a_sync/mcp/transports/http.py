@@ -83,12 +83,12 @@ from ._httpbase import (
     AuthSource,
     Endpoint,
     Workers,
-    check_session_id,
     decode_messages,
     error_object,
     session_unknown,
     status_error,
 )
+from ._session import LegacySession
 from ._streams import Exchange, Link, Listener, resume
 from .legacy_sse import LegacySSETransport
 
@@ -110,22 +110,14 @@ _REISSUABLE: Final = frozenset(
         "completion/complete",
     }
 )
-#: Methods whose messages the transport keeps for replaying on a renewed session.
-_REMEMBERED: Final = frozenset(
-    {
-        "initialize",
-        "notifications/initialized",
-        "logging/setLevel",
-        "resources/subscribe",
-        "resources/unsubscribe",
-    }
-)
-
 # What became of one POST of a request.
 _DONE: Final = "done"
 _EXPIRED: Final = "expired"
 _LOST: Final = "lost"
 _FALLBACK: Final = "fallback"
+
+#: How long ``abandon`` waits for an aborted POST to get out of the way (legacy era).
+_CANCEL_ORDER_TIMEOUT: Final = 0.5
 
 _internal_ids = itertools.count(1)
 
@@ -219,17 +211,7 @@ class StreamableHTTPTransport:
         self._closing = False
         self._reported = False
         self._close_done = threading.Event()
-        # Session renewal is serialized by _renew_lock; _session_id and _generation only
-        # change under it (or on the initialize answer, before anyone else can send).
-        self._renew_lock = threading.Lock()
-        self._session_id: str | None = None
-        self._generation = 0
-        self._protocol_version: str | None = None
-        # What a renewed session replays (legacy era).
-        self._init: tuple[dict[str, Any], Outgoing] | None = None
-        self._initialized: tuple[dict[str, Any], Outgoing] | None = None
-        self._log_level: tuple[dict[str, Any], Outgoing] | None = None
-        self._subscriptions: dict[str, tuple[dict[str, Any], Outgoing]] = {}
+        self._session = LegacySession(self.name)
 
     @property
     def era_key(self) -> Hashable:
@@ -244,7 +226,7 @@ class StreamableHTTPTransport:
     @property
     def has_session(self) -> bool:
         """True while the server has given this client a session id (legacy era)."""
-        return self._session_id is not None
+        return self._session.id is not None
 
     def __repr__(self) -> str:
         return f"<StreamableHTTPTransport {self._endpoint.name} ({self.kind})>"
@@ -280,7 +262,7 @@ class StreamableHTTPTransport:
             return
         if context is None:
             context = _context_of(message)
-        self._remember(message, context)
+        self._session.remember(message, context)
         if context.kind != "request":
             self._post_ack(message, context)
             return
@@ -308,7 +290,13 @@ class StreamableHTTPTransport:
         if exchange is None:
             return False
         exchange.abort()
-        return exchange.modern
+        if exchange.modern:
+            return True
+        # The session POSTs notifications/cancelled next: let an aborted POST of the request
+        # finish leaving first (it fails at once), so the server never sees the cancel
+        # before the request it cancels.
+        exchange.quiet.wait(_CANCEL_ORDER_TIMEOUT)
+        return False
 
     def close(self) -> None:
         """Abort every exchange, DELETE the session (bounded, 405 tolerated), close the
@@ -370,7 +358,7 @@ class StreamableHTTPTransport:
             if verdict == _DONE:
                 return
             if verdict == _EXPIRED:
-                if renewed or exchange.internal or not self._renew(exchange.generation):
+                if renewed or exchange.internal or not self._renew(exchange):
                     again = " (again, after a new one was initialized)" if renewed else ""
                     raise SessionExpired(f"{self.name} no longer knows the MCP session{again}")
                 renewed = True  # the server never ran the refused request: send it again
@@ -394,24 +382,25 @@ class StreamableHTTPTransport:
         headers = self._endpoint.headers(_ACCEPT_BOTH)
         headers["Content-Type"] = JSON_TYPE
         headers.update(exchange.context.headers)
-        if exchange.internal:  # a replay: this thread holds _renew_lock already
-            session = None if exchange.method == "initialize" else self._session_id
-            exchange.generation = self._generation
+        if exchange.internal:  # a replay: this thread is renewing the session
+            state = self._session
+            session = None if exchange.method == "initialize" else state.id
+            exchange.generation = state.generation
         else:
-            with self._renew_lock:  # wait out a renewal in progress
-                session, exchange.generation = self._session_id, self._generation
+            session, exchange.generation = self._session.current()
         if session is not None and not exchange.modern:
             headers[SESSION_HEADER] = session
         try:
-            response = self._http.open_stream(
-                "POST",
-                self._endpoint.url,
-                body=exchange.body,
-                headers=headers,
-                timeout=self._link.open_timeout,
-                idle_timeout=self._link.read_timeout,
-                on_start=exchange.started,
-            )
+            with exchange.sending():
+                response = self._http.open_stream(
+                    "POST",
+                    self._endpoint.url,
+                    body=exchange.body,
+                    headers=headers,
+                    timeout=self._link.open_timeout,
+                    idle_timeout=self._link.read_timeout,
+                    on_start=exchange.started,
+                )
         except Cancelled:
             if exchange.stop.is_set():
                 return _DONE
@@ -424,8 +413,7 @@ class StreamableHTTPTransport:
         content_type = response.content_type
         if 200 <= status < 300 and status not in (202, 204):
             if exchange.method == "initialize":
-                value = response.headers.get(SESSION_HEADER)
-                self._session_id = check_session_id(value) if value is not None else None
+                self._session.adopt(response.headers.get(SESSION_HEADER))
             if content_type == EVENT_STREAM_TYPE:
                 if exchange.read(response, self.name):
                     return _DONE
@@ -478,74 +466,15 @@ class StreamableHTTPTransport:
 
     # --- session renewal ------------------------------------------------------------------------
 
-    def _remember(self, message: dict[str, Any], context: Outgoing) -> None:
-        version = context.headers.get(PROTOCOL_HEADER)
-        if version is not None:
-            self._protocol_version = version
-        method = context.method
-        if method not in _REMEMBERED or "Mcp-Method" in context.headers:
-            return  # nothing a renewed session needs (modern: no session at all)
-        if method == "initialize":
-            self._init = (message, context)
-        elif method == "notifications/initialized":
-            self._initialized = (message, context)
-        elif method == "logging/setLevel":
-            self._log_level = (message, context)
-        else:
-            params = message.get("params")
-            uri = params.get("uri") if isinstance(params, dict) else None
-            if isinstance(uri, str):
-                if method == "resources/subscribe":
-                    self._subscriptions[uri] = (message, context)
-                else:
-                    self._subscriptions.pop(uri, None)
-
-    def _renew(self, generation: int) -> bool:
-        """Initialize a new session after the server forgot ours; True when one is ready
-        (possibly renewed meanwhile by another exchange)."""
-        with self._renew_lock:
-            if self._generation != generation:
-                return True
-            if self._closing or self._init is None:
-                return False
-            logger.info("%s no longer knows the MCP session; initializing a new one", self.name)
-            with self._lock:
-                listener, self._listener = self._listener, None
-            if listener is not None:
-                listener.halt()
-            message, context = self._init
-            try:
-                answer = self._internal_request(message, context)
-            except A2ASyncError as exc:
-                logger.warning("%s: could not initialize a new session: %s", self.name, exc)
-                return False
-            result = answer.get("result")
-            version = result.get("protocolVersion") if isinstance(result, dict) else None
-            if version is None or version != (self._protocol_version or version):
-                logger.warning(
-                    "%s answered the new initialize with %s, not the negotiated revision",
-                    self.name,
-                    excerpt(_jsonrpc.encode(answer)),
-                )
-                return False
-            self._generation += 1
-            for item in (self._initialized, self._log_level, *self._subscriptions.values()):
-                if item is None:
-                    continue
-                message, context = item
-                try:
-                    if context.kind == "request":
-                        self._internal_request(message, context)
-                    else:
-                        self._post_ack(message, context)
-                except A2ASyncError as exc:
-                    logger.warning(
-                        "%s: could not restore %s on the new session: %s",
-                        self.name,
-                        context.method,
-                        exc,
-                    )
-            return True
+    def _renew(self, exchange: Exchange) -> bool:
+        """A new session after the server forgot ours (see :class:`._session.LegacySession`)."""
+        if self._closing:
+            return False
+        with self._lock:
+            listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.halt()  # it belongs to the old session; the replayed handshake reopens it
+        return self._session.renew(exchange.generation, self._internal_request, self._post_ack)
 
     def _internal_request(self, message: dict[str, Any], context: Outgoing) -> dict[str, Any]:
         """Send a request of our own (a replayed one) on this thread; return its answer."""
@@ -577,7 +506,7 @@ class StreamableHTTPTransport:
         headers = self._endpoint.headers(_ACCEPT_BOTH)
         headers["Content-Type"] = JSON_TYPE
         headers.update(context.headers)
-        session = self._session_id
+        session = self._session.id
         if session is not None and "Mcp-Method" not in context.headers:
             headers[SESSION_HEADER] = session
         if self._closing:
@@ -614,10 +543,10 @@ class StreamableHTTPTransport:
         headers = self._endpoint.headers(EVENT_STREAM_TYPE)
         headers["Cache-Control"] = "no-store"
         version = context.headers.get(PROTOCOL_HEADER) if context is not None else None
-        version = version or self._protocol_version
+        version = version or self._session.protocol_version
         if version is not None:
             headers[PROTOCOL_HEADER] = version
-        session = self._session_id
+        session = self._session.id
         if session is not None:
             headers[SESSION_HEADER] = session
         return headers
@@ -630,7 +559,7 @@ class StreamableHTTPTransport:
             self._link,
             sink,
             self._get_headers,
-            name=f"a2a-sync-mcp-http-get-{self._generation}",
+            name=f"a2a-sync-mcp-http-get-{self._session.generation}",
         )
         with self._lock:
             if self._closing:
@@ -643,13 +572,13 @@ class StreamableHTTPTransport:
         listener.start()
 
     def _delete_session(self) -> None:
-        session = self._session_id
+        session = self._session.id
         if session is None:
             return
         headers = self._endpoint.headers(_ACCEPT_BOTH)
         headers[SESSION_HEADER] = session
-        if self._protocol_version is not None:
-            headers[PROTOCOL_HEADER] = self._protocol_version
+        if self._session.protocol_version is not None:
+            headers[PROTOCOL_HEADER] = self._session.protocol_version
         try:
             result = self._http.request(
                 "DELETE",

@@ -80,8 +80,10 @@ async def long_task(steps: int, ctx: Context) -> str:
 
 
 @mcp.tool()
-async def slow(seconds: float, tag: str = "") -> str:
-    """Sleep, then answer (cancellation target; a cancelled call records its tag)."""
+async def slow(seconds: float, ctx: Context, tag: str = "") -> str:
+    """Sleep, then answer (cancellation target; a cancelled call records its tag). Reports
+    progress 0 once running, so a client can cancel a call the server surely has."""
+    await ctx.report_progress(0, 1, "started")
     try:
         await anyio.sleep(seconds)
     except anyio.get_cancelled_exc_class():
