@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO, Any, Final
 
+from ._cli_serve import add_arguments as serve_arguments
+from ._cli_serve import run_serve
 from ._codec import V1_0, dump_card
 from ._version import __version__
 from .client import A2AClient, APIKey, BearerToken
@@ -365,6 +367,10 @@ def _tool_text(result: Any) -> str:
 # --- other --------------------------------------------------------------------------------------
 
 
+def _cmd_serve(args: argparse.Namespace, out: _Output) -> int:
+    return run_serve(args, out.stream, out.as_json)
+
+
 def _cmd_demo(args: argparse.Namespace, out: _Output) -> int:
     from .demo import run_demo  # noqa: PLC0415 - needs the server extra
 
@@ -442,6 +448,16 @@ def _parser() -> argparse.ArgumentParser:
             else:
                 sub.add_argument(name)
         sub.set_defaults(handler=_cmd_mcp)
+
+    serve = commands.add_parser(
+        "serve",
+        parents=[common],
+        help="serve an agent (MODULE:ATTR or --demo) until Ctrl-C",
+        description="Serve an A2AApplication, an AgentExecutor, an execute(context, updater) "
+        "function or a factory of one, named MODULE:ATTR; or the demo agent (--demo).",
+    )
+    serve_arguments(serve)
+    serve.set_defaults(handler=_cmd_serve)
 
     demo = commands.add_parser("demo", parents=[common], help="run the end-to-end demo")
     demo.set_defaults(handler=_cmd_demo)
