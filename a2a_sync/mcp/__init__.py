@@ -10,6 +10,10 @@ Start here::
         result = client.call_tool("add", {"a": 1, "b": 2})
         print(result.structured_content, result.text)
 
+    # or over HTTP: Streamable HTTP, falling back to the 2024-11-05 HTTP+SSE transport
+    with MCPConnection.http("http://127.0.0.1:8000/mcp", auth=token) as conn:
+        ...
+
 Both protocol eras are spoken: the legacy ``initialize`` handshake (2024-11-05 ..
 2025-11-25) and the 2026-07-28 per-request envelope, detected automatically
 (``era="auto"``) or pinned. Server→client features (sampling, elicitation, roots, logs,
@@ -23,6 +27,8 @@ from .connection import DEFAULT_TIMEOUT, MCPConnection
 from .eras import ERA_CACHE, HANDSHAKE_VERSIONS, MODERN_VERSIONS, EraCache
 from .session import MCPSession, PendingRequest
 from .transports import MessageSink, Outgoing, Transport
+from .transports.http import StreamableHTTPTransport
+from .transports.legacy_sse import LegacySSETransport
 from .transports.stdio import StdioTransport
 from .types import (
     Annotations,
@@ -84,6 +90,8 @@ __all__ = [
     "MessageSink",
     "Outgoing",
     "StdioTransport",
+    "StreamableHTTPTransport",
+    "LegacySSETransport",
     # models
     "Annotations",
     "AudioContent",

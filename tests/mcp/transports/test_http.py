@@ -460,6 +460,8 @@ def test_a_cut_stream_resumes_with_the_same_last_event_id_until_an_event_with_an
     assert result.text == "resumed"
     assert seen == [1]
     assert gets == ["e2", "e2"]  # MH-07
+    # A dropped stream is not a cancellation in this era (MH-08).
+    assert "notifications/cancelled" not in [p.get("method") for p in bodies(recorded(serve))]
 
 
 def test_a_cut_stream_without_an_event_id_fails_the_request(serve: Callable[[Script], str]) -> None:
