@@ -74,6 +74,19 @@ EXPECTED_OUTPUTS: Final = {
         "'Hello, Barbara!'",
         "closed: True",
     ],
+    "04_serve_an_agent.ipynb": [
+        "Word counter",  # the rendered card
+        "the: 3\nand: 2",
+        "{'words': 8, 'unique': 5}",
+        "counts: 'be: 2\\n'",  # a streamed chunk
+        "summary: {'words': 6, 'unique': 4}",
+        "input_required → Send me some text to count.",
+        "completed → {'words': 3, 'unique': 2}",
+        "completed | the: 3  and: 2",  # read back after the restart
+        "completed | hello: 2  world: 1",
+        "3 tasks on the restarted server",
+        "database removed: True",
+    ],
 }
 
 #: Longest a single cell may run (the slowest cells wait on purpose, for about 2 s).
