@@ -620,8 +620,14 @@ class StreamableHTTPTransport:
                 return
             assert isinstance(refusal, A2ASyncError)
             raise refusal from None
+        with self._lock:
+            closing = self._closing
+            if not closing:
+                self._delegate = legacy
+        if closing:  # close() ran meanwhile and could not see this transport
+            legacy.close()
+            raise ConnectionClosed(f"MCP connection to {self.name} is closed")
         logger.info("%s speaks the 2024-11-05 HTTP+SSE transport; using it", self.name)
-        self._delegate = legacy
         eras.ERA_CACHE.put(_sse_marker(self.era_key), "legacy")
         legacy.send(exchange.message, exchange.context)
 
