@@ -17,6 +17,8 @@ subclasses for protocol errors.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, Final, Protocol
@@ -58,8 +60,8 @@ from ..types import (
 from .context import CallContext
 from .executor import AgentExecutor, ExecuteFunction, FunctionExecutor, RequestContext
 from .pool import DEFAULT_WORKERS, WorkerPool
-from .runs import EventStream, Run, RunScheduler, RunStream, SnapshotStream
-from .stores.base import MAX_PAGE_SIZE, StoredPushConfig, StoredTask, TaskStore
+from .runs import EventStream, Run, RunScheduler, RunStream, SnapshotStream, follow_until
+from .stores.base import MAX_PAGE_SIZE, StoredPushConfig, StoredTask, TaskStore, is_final
 from .stores.memory import InMemoryTaskStore
 
 __all__ = [
@@ -77,6 +79,12 @@ logger = logging.getLogger(__name__)
 #: the task as it is (still working). Below the 60 s read timeout common in clients
 #: (a2a_sync's default), so a slow agent yields a task to poll, not a client timeout.
 DEFAULT_BLOCKING_TIMEOUT: Final = 50.0
+
+#: How long CancelTask waits for the worker process running the agent (a shared store) to
+#: cancel the task before marking it canceled itself: that worker needs milliseconds.
+REMOTE_CANCEL_TIMEOUT: Final = 5.0
+#: How long close() waits for cancel requests from other workers still being handled.
+_CANCEL_JOIN: Final = 2.0
 
 #: The extended card, or a function choosing it per caller.
 ExtendedCard = AgentCard | Callable[[CallContext], AgentCard | None]
@@ -174,6 +182,10 @@ class DefaultRequestHandler:
         self._streaming = bool(capabilities.streaming)
         self._push_enabled = bool(capabilities.push_notifications)
         self._extended = bool(capabilities.extended_agent_card)
+        self._cancel_threads: set[threading.Thread] = set()
+        self._cancel_lock = threading.Lock()
+        # A store shared with other worker processes forwards their cancel requests here.
+        self.store.add_cancel_listener(self._on_remote_cancel)
 
     # -- dispatch ----------------------------------------------------------------------------
 
@@ -202,10 +214,15 @@ class DefaultRequestHandler:
         config = params.configuration
         history_length = config.history_length if config is not None else None
         run, _, existing = self._accept(params, call, streaming=False)
+        immediate = config is not None and config.return_immediately
         if run is None:
             assert existing is not None
-            return _trim(existing.task, history_length)
-        immediate = config is not None and config.return_immediately
+            task = existing.task
+            if not immediate and not is_final(task) and self.store.running_elsewhere(task.id):
+                # The first delivery runs on another worker: wait for it as for a local run.
+                deadline = time.monotonic() + self._blocking_timeout
+                task = follow_until(self.store, existing, deadline, is_final).task
+            return _trim(task, history_length)
         (run.created if immediate else run.settled).wait(self._blocking_timeout)
         result = run.outcome()
         return _trim(result, history_length) if isinstance(result, Task) else result
@@ -341,17 +358,20 @@ class DefaultRequestHandler:
         if state.is_terminal:
             raise TaskNotCancelable(f"task is {state.value}")
         run = self._runs.active(params.id)
-        if run is None:
-            run = Run(self._context_for(stored.task, call), self.store, stored.principal)
-        run.context._cancel()
-        try:
-            self.executor.cancel(run.context, run.updater)
-        except (TaskCanceled, InvalidAgentResponse):
-            logger.debug("task %s ended while it was being canceled", params.id)
-        except Exception:  # the agent's cancel hook failed: log it, cancel the task anyway
-            logger.exception("task %s: agent cancel raised", params.id)
-        after = self.store.get_task(params.id, principal=None)
-        assert after is not None
+        after = None
+        if run is None and self.store.request_cancel(params.id):
+            # The agent runs in another worker process, which calls its cancel hook.
+            deadline = time.monotonic() + REMOTE_CANCEL_TIMEOUT
+            after = follow_until(self.store, stored, deadline, _terminal)
+            if not after.task.status.state.is_terminal:
+                logger.warning("task %s: its worker did not cancel it; canceling here", params.id)
+                after = None
+        if after is None:
+            if run is None:
+                run = Run(self._context_for(stored.task, call), self.store, stored.principal)
+            self._cancel_run(run)
+            after = self.store.get_task(params.id, principal=None)
+            assert after is not None
         if not after.task.status.state.is_terminal:
             event = TaskStatusUpdateEvent(
                 task_id=after.task.id,
@@ -367,6 +387,37 @@ class DefaultRequestHandler:
         if final is not TaskState.canceled:
             raise TaskNotCancelable(f"task is {final.value}")
         return after.task
+
+    def _cancel_run(self, run: Run) -> None:
+        """Flag the run canceled and call the agent's cancel hook (never raises)."""
+        run.context._cancel()
+        try:
+            self.executor.cancel(run.context, run.updater)
+        except (TaskCanceled, InvalidAgentResponse):
+            logger.debug("task %s ended while it was being canceled", run.task_id)
+        except Exception:  # the agent's cancel hook failed: log it, cancel the task anyway
+            logger.exception("task %s: agent cancel raised", run.task_id)
+
+    def _on_remote_cancel(self, task_id: str) -> None:
+        """Another worker process asks to cancel ``task_id`` (called on a store thread)."""
+        run = self._runs.active(task_id)
+        if run is None:
+            return
+        run.context._cancel()  # at once: wakes an agent in wait_cancelled()
+        # The hook may block (stopping outside work): not on the store's thread.
+        thread = threading.Thread(
+            target=self._remote_cancel, args=(run,), name="a2a-sync-remote-cancel", daemon=True
+        )
+        with self._cancel_lock:
+            self._cancel_threads.add(thread)
+        thread.start()
+
+    def _remote_cancel(self, run: Run) -> None:
+        try:
+            self._cancel_run(run)
+        finally:
+            with self._cancel_lock:
+                self._cancel_threads.discard(threading.current_thread())
 
     def subscribe(self, params: TaskIdParams, call: CallContext) -> EventStream:
         """SubscribeToTask: the current task, then its events until it settles."""
@@ -465,7 +516,12 @@ class DefaultRequestHandler:
         Returns:
             True when every agent thread ended in time.
         """
+        self.store.remove_cancel_listener(self._on_remote_cancel)
         finished = self._runs.close(timeout)
+        with self._cancel_lock:
+            cancels = list(self._cancel_threads)
+        for thread in cancels:
+            thread.join(_CANCEL_JOIN)
         if self._owns_store:
             self.store.close()
         return finished
@@ -504,6 +560,10 @@ class DefaultRequestHandler:
         Operation.DELETE_PUSH_CONFIG: delete_push_config,
         Operation.GET_EXTENDED_CARD: get_extended_card,
     }
+
+
+def _terminal(task: Task) -> bool:
+    return task.status.state.is_terminal
 
 
 def _bound(message: Message, task_id: str, context_id: str) -> Message:

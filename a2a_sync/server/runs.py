@@ -31,7 +31,7 @@ from .executor import AgentExecutor, RequestContext, TaskUpdater
 from .pool import WorkerPool
 from .stores.base import StoredTask, TaskStore, is_final
 
-__all__ = ["EventStream", "Run", "RunScheduler", "RunStream", "SnapshotStream"]
+__all__ = ["EventStream", "Run", "RunScheduler", "RunStream", "SnapshotStream", "follow_until"]
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +74,8 @@ class Run:
         self.reply: Message | None = None
         self.error: RPCError | None = None
         self._listeners: list[Subscription] = []
+        # This run created its task (or continues one): its message claim stays bound.
+        self._has_task = context.current_task is not None
         self._lock = threading.Lock()
 
     # -- the sink ------------------------------------------------------------------------------
@@ -88,6 +90,7 @@ class Run:
         try:
             if isinstance(event, Task):
                 stored = self._store.create_task(event, principal=self._principal)
+                self._has_task = True
                 self.created.set()
             else:
                 stored = self._store.append_event(self.task_id, event)
@@ -168,6 +171,12 @@ class Run:
             self.error = InvalidAgentResponse(
                 "the agent returned without publishing a task or a message"
             )
+        if not self._has_task:
+            # No task answers a resend of this message: let it run again (shared stores).
+            try:
+                self._store.release_claim(self._principal, self.context.message.message_id)
+            except RPCError:
+                logger.warning("task %s: could not release its message claim", self.task_id)
         self.done.set()
         self._wake(created=True, settled=True)
 
@@ -185,6 +194,23 @@ class Run:
         if self.error is not None:
             raise self.error
         raise TaskNotFound()  # pragma: no cover - created is set only with a task
+
+
+def follow_until(
+    store: TaskStore, stored: StoredTask, deadline: float, done: Callable[[Task], bool]
+) -> StoredTask:
+    """Follow a task (run by another worker process) until ``done(task)`` or the monotonic
+    ``deadline``; returns the task as it is then."""
+    latest = stored
+    with store.subscribe(stored.task.id, after_seq=stored.seq) as sub:
+        while not done(latest.task):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            if not sub.poll(remaining) and (sub.interrupted or sub.closed):
+                break
+            latest = store.get_task(stored.task.id, principal=None) or latest
+    return latest
 
 
 class RunScheduler:

@@ -27,7 +27,7 @@ import abc
 import base64
 import binascii
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from typing import Final
 
@@ -210,7 +210,9 @@ class TaskStore(abc.ABC):
     """Where tasks, their event logs, idempotency claims and push configs live.
 
     Implementations: :class:`~a2a_sync.server.stores.memory.InMemoryTaskStore`,
-    :class:`~a2a_sync.server.stores.sqlite.SQLiteTaskStore`. All methods are thread-safe.
+    :class:`~a2a_sync.server.stores.sqlite.SQLiteTaskStore` (one process each), and
+    :class:`~a2a_sync.server.stores.postgres.PostgresTaskStore` (shared by several worker
+    processes). All methods are thread-safe.
     ``principal`` arguments scope reads: a task owned by another principal is reported
     as absent (``None``), never as "forbidden", so ids cannot be probed.
     """
@@ -314,6 +316,41 @@ class TaskStore(abc.ABC):
     @abc.abstractmethod
     def delete_push_config(self, task_id: str, config_id: str) -> bool:
         """Remove a config; ``False`` when there was none."""
+
+    # -- several processes ------------------------------------------------------------------
+    #
+    # A store shared by several worker processes (PostgreSQL) overrides these; the defaults
+    # describe a store used by one process, where nothing runs elsewhere.
+
+    def release_claim(self, principal: str, message_id: str) -> None:  # noqa: B027 - optional
+        """Forget a claim whose run ended without creating a task (a direct reply, or a
+        failure before the task), so that resending the message runs the agent again.
+
+        A shared store needs it: there, a claim without its task means "the first delivery
+        is still running on another worker". The default keeps the claim (one process
+        knows its own runs).
+        """
+
+    def running_elsewhere(self, task_id: str) -> bool:
+        """True when an agent for the task is running in another live worker process."""
+        return False
+
+    def request_cancel(self, task_id: str) -> bool:
+        """Ask the worker process running the task's agent to cancel it: the cancel
+        listeners registered there are called with the task id.
+
+        Returns:
+            True when another live worker runs the task and was asked; False when none
+            does (cancel it here).
+        """
+        return False
+
+    def add_cancel_listener(self, listener: Callable[[str], None]) -> None:  # noqa: B027
+        """Call ``listener(task_id)`` when another process asks to cancel a task (on a store
+        thread: the listener must not block). The default never calls it."""
+
+    def remove_cancel_listener(self, listener: Callable[[str], None]) -> None:  # noqa: B027
+        """Stop calling a listener given to :meth:`add_cancel_listener`."""
 
     # -- lifecycle -------------------------------------------------------------------------
 
