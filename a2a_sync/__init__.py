@@ -84,6 +84,7 @@ from .errors import (
     ResponseTooLarge,
     RPCError,
     ServerProcessError,
+    SessionExpired,
     SignatureError,
     StreamInterrupted,
     TaskCanceled,
@@ -249,6 +250,7 @@ __all__ = [
     "AllAgentsFailed",
     "OutcomeUnknown",
     "ConnectionClosed",
+    "SessionExpired",
     "ServerProcessError",
     "ConfigurationError",
 ]

@@ -108,6 +108,7 @@ EXPECTED = {
     "AllAgentsFailed",
     "OutcomeUnknown",
     "ConnectionClosed",
+    "SessionExpired",
     "ServerProcessError",
     "ConfigurationError",
 }
