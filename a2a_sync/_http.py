@@ -168,6 +168,16 @@ class StreamResponse:
                 raise BudgetExhausted("cancelled")
             return data
 
+    def set_idle_timeout(self, seconds: float | None) -> None:
+        """Change the longest silence tolerated between received bytes, from now on
+        (e.g. a short drain once the awaited answer arrived). Safe from any thread."""
+        self._idle_timeout = seconds
+        if self._streaming:
+            sock = self._call.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):  # already shut down: the read says so
+                    sock.settimeout(seconds)
+
     def read_body(self, limit: int) -> bytes:
         """Read the rest of the body (e.g. a JSON error instead of an event stream)."""
         return self._transport._read_body(self._raw, self.url, self._call, limit)

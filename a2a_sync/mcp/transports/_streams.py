@@ -237,10 +237,7 @@ class Exchange:
                 # Servers end the stream right after the answer: read on to its end so
                 # the connection goes back to the pool, but only briefly, so a server
                 # that keeps it open cannot hold this thread.
-                sock = self.call.sock if self.call is not None else None
-                if sock is not None:
-                    with contextlib.suppress(OSError):
-                        sock.settimeout(DRAIN_TIMEOUT)
+                response.set_idle_timeout(DRAIN_TIMEOUT)
             return False
 
         try:
