@@ -8,6 +8,7 @@ model follows 1.0 (``supported_interfaces``, ``capabilities.extended_agent_card`
 from __future__ import annotations
 
 import html
+import re
 from typing import Any, TypeAlias
 
 import attrs
@@ -40,11 +41,18 @@ DEFAULT_PROTOCOL_VERSION = "1.0"
 MARKDOWN_TEXT_LIMIT = 500
 
 
+#: Characters with a meaning in (CommonMark) Markdown, backslash-escaped in agent text so
+#: that ``![](http://tracker/x.png)`` or ``[click](http://phish)`` renders as plain text
+#: instead of loading a remote image or showing a live link.
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>:])")
+
+
 def markdown_text(text: str) -> str:
-    """Agent-provided text made safe and short for a notebook's Markdown renderer."""
+    """Agent-provided text made safe and short for a notebook's Markdown renderer:
+    HTML escaped, Markdown syntax neutralised, cut when long."""
     if len(text) > MARKDOWN_TEXT_LIMIT:
         text = text[:MARKDOWN_TEXT_LIMIT] + " …"
-    return html.escape(text, quote=False)
+    return _MARKDOWN_SPECIALS.sub(r"\\\1", html.escape(text, quote=False))
 
 
 # --- agent card -------------------------------------------------------------------------------
@@ -279,8 +287,8 @@ class AgentCard:
         lines.append("")
         for iface in self.supported_interfaces:
             lines.append(
-                f"- `{html.escape(iface.protocol_binding)}` {html.escape(iface.protocol_version)}"
-                f" — {html.escape(iface.url)}"
+                f"- {markdown_text(iface.protocol_binding)} "
+                f"{markdown_text(iface.protocol_version)} — {markdown_text(iface.url)}"
             )
         if self.skills:
             names = ", ".join(markdown_text(s.name) for s in self.skills)
@@ -297,5 +305,5 @@ class AgentCard:
         if features:
             lines.append(f"- capabilities: {', '.join(features)}")
         if self.security_schemes:
-            lines.append(f"- security: {', '.join(map(html.escape, self.security_schemes))}")
+            lines.append(f"- security: {', '.join(map(markdown_text, self.security_schemes))}")
         return "\n".join(lines)

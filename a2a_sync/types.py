@@ -28,7 +28,6 @@ Named constructors cover the common cases::
 from __future__ import annotations
 
 import enum
-import html
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -501,7 +500,7 @@ class Task:
         return ""
 
     def _repr_markdown_(self) -> str:
-        head = f"**Task** `{html.escape(self.id)}` — *{self.status.state.value}*"
+        head = f"**Task** {markdown_text(self.id)} — *{self.status.state.value}*"
         text = self.text
         return f"{head}\n\n{markdown_text(text)}" if text else head
 

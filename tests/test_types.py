@@ -190,6 +190,27 @@ def test_markdown_reprs_escape_agent_html_and_truncate_long_text() -> None:
     assert message._repr_markdown_().startswith("**agent:**")
 
 
+def test_markdown_reprs_neutralise_agent_written_markdown() -> None:
+    # An agent must not make a notebook load a remote image or show a live link.
+    hostile = "![pixel](http://tracker.example/x.png) [click](http://phish.example) `code`"
+    task = Task(
+        id="t`1![x](http://tracker.example/y.png)",
+        status=TaskStatus(state=TaskState.completed),
+        artifacts=[Artifact.create(hostile)],
+    )
+    card = AgentCard(
+        name=hostile,
+        supported_interfaces=[AgentInterface(url="![i](http://tracker.example/z.png)")],
+    )
+    for markdown in (task._repr_markdown_(), Message.agent(hostile)._repr_markdown_()):
+        assert "![" not in markdown
+        assert "](" not in markdown
+        assert "http://" not in markdown  # no autolink either
+    card_markdown = card._repr_markdown_()
+    assert "![" not in card_markdown
+    assert "](" not in card_markdown
+
+
 def test_card_markdown_lists_interfaces_skills_and_security_scheme_names() -> None:
     card = AgentCard(
         name="Echo <agent>",
@@ -203,8 +224,8 @@ def test_card_markdown_lists_interfaces_skills_and_security_scheme_names() -> No
 
     markdown = card._repr_markdown_()
 
-    assert "Echo &lt;agent&gt; 1.2" in markdown
-    assert "https://agent.example/a2a" in markdown
+    assert "Echo &lt;agent&gt; 1\\.2" in markdown
+    assert "https\\://agent\\.example/a2a" in markdown
     assert "JSONRPC" in markdown
     assert "Echo skill" in markdown
     assert "streaming" in markdown
