@@ -1,4 +1,4 @@
-"""The TaskStore contract, run against every store (in-memory and SQLite)."""
+"""The TaskStore contract, run against every store (in-memory, SQLite, PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -30,13 +30,17 @@ WAIT = 5.0
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TaskStore]:
-    made: TaskStore = (
-        InMemoryTaskStore()
-        if request.param == "memory"
-        else SQLiteTaskStore(str(tmp_path / "t.db"))
-    )
+    made: TaskStore
+    if request.param == "memory":
+        made = InMemoryTaskStore()
+    elif request.param == "sqlite":
+        made = SQLiteTaskStore(str(tmp_path / "t.db"))
+    else:  # a fresh database on the session's throwaway cluster (tests/support/postgres.py)
+        from a2a_sync.server.stores.postgres import PostgresTaskStore
+
+        made = PostgresTaskStore(request.getfixturevalue("postgres_dsn"))
     with made:
         yield made
 
