@@ -236,7 +236,7 @@ def postgres_cluster(*, durable: bool = False) -> Iterator[Cluster]:
 
 
 def _wait_ready(cluster: Cluster, process: subprocess.Popen[bytes], log: Path) -> None:
-    import psycopg  # noqa: PLC0415 - optional dependency (the "postgres" extra)
+    import psycopg
 
     deadline = time.monotonic() + START_TIMEOUT
     while True:
@@ -280,7 +280,7 @@ def _unavailable(reason: str) -> NoReturn:
 def postgres_server() -> Iterator[Cluster]:
     """A throwaway PostgreSQL cluster shared by the whole session, always stopped."""
     try:
-        import psycopg  # noqa: F401, PLC0415 - optional dependency (the "postgres" extra)
+        import psycopg  # noqa: F401 - optional dependency (the "postgres" extra)
     except ImportError:
         _unavailable("psycopg is not installed: pip install 'a2a-sync[postgres]'")
     try:
@@ -297,7 +297,7 @@ _databases = itertools.count(1)
 @pytest.fixture
 def postgres_dsn(postgres_server: Cluster) -> Iterator[str]:
     """A fresh empty database on the session cluster, dropped after the test."""
-    import psycopg  # noqa: PLC0415 - optional dependency
+    import psycopg
 
     name = f"a2a_test_{os.getpid()}_{next(_databases)}"
     with psycopg.connect(postgres_server.dsn(), autocommit=True, connect_timeout=5) as admin:
