@@ -32,6 +32,7 @@ from ..errors import ConfigurationError
 from ..types import AgentCard
 from .app import DEFAULT_GRACE_PERIOD, LOOPBACK_HOSTS, A2AApplication, host_allowed
 from .executor import AgentExecutor, ExecuteFunction
+from .stores.base import TaskStore
 from .stores.sqlite import SQLiteTaskStore
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_PORT",
     "DEFAULT_UNARY_THREADS",
     "RunningServer",
+    "open_task_store",
     "serve",
     "serve_in_thread",
 ]
@@ -53,6 +55,8 @@ DEFAULT_UNARY_THREADS: Final = 8
 DEFAULT_DATABASE: Final = "a2a-tasks.sqlite3"
 #: Grace period of ``serve_in_thread``: tests want a prompt stop.
 THREAD_GRACE: Final = 2.0
+#: ``database`` values naming a PostgreSQL server rather than a SQLite file.
+POSTGRES_SCHEMES: Final = ("postgresql://", "postgres://")
 
 
 class RunningServer:
@@ -209,17 +213,45 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def open_task_store(database: str | None) -> TaskStore:
+    """The task store ``database`` names: a ``postgresql://`` URL opens a
+    :class:`~a2a_sync.server.stores.postgres.PostgresTaskStore` (shared by several worker
+    processes; the ``postgres`` extra), anything else a SQLite file (default
+    :data:`DEFAULT_DATABASE`; one process).
+
+    Raises:
+        ConfigurationError: The store cannot be opened (or psycopg is not installed).
+    """
+    if database is not None and database.startswith(POSTGRES_SCHEMES):
+        try:
+            from .stores.postgres import PostgresTaskStore  # noqa: PLC0415 - optional extra
+        except ImportError as exc:
+            raise ConfigurationError(
+                "a PostgreSQL task store needs psycopg: pip install 'a2a-sync[postgres]'"
+            ) from exc
+        return PostgresTaskStore(database)
+    return SQLiteTaskStore(database or DEFAULT_DATABASE)
+
+
 def _application(
-    app: Any, card: AgentCard | None, database: str | None, options: dict[str, Any]
-) -> Any:
-    """``app`` itself, or an A2AApplication for an executor + card on a SQLite store."""
+    app: Any,
+    card: AgentCard | None,
+    database: str | None,
+    task_store: TaskStore | None,
+    options: dict[str, Any],
+) -> tuple[Any, TaskStore | None]:
+    """``app`` itself, or an A2AApplication for an executor + card, and the store that
+    ``serve`` opened for it (closed when serving ends)."""
     if card is None:
-        return app
+        return app, None
     if not isinstance(app, AgentExecutor) and not callable(app):
         raise ConfigurationError("with card=, the first argument is the agent executor")
+    if database is not None and task_store is not None:
+        raise ConfigurationError("give database= or task_store=, not both")
     executor: AgentExecutor | ExecuteFunction = app
-    store = SQLiteTaskStore(database or DEFAULT_DATABASE)
-    return A2AApplication(card, executor, task_store=store, **options)
+    opened = open_task_store(database) if task_store is None else None
+    store = task_store if task_store is not None else opened
+    return A2AApplication(card, executor, task_store=store, **options), opened
 
 
 def serve(
@@ -229,6 +261,7 @@ def serve(
     *,
     card: AgentCard | None = None,
     database: str | None = None,
+    task_store: TaskStore | None = None,
     threads: int | None = None,
     grace: float = DEFAULT_GRACE_PERIOD,
     app_options: dict[str, Any] | None = None,
@@ -238,12 +271,17 @@ def serve(
 
     Args:
         app: An :class:`A2AApplication` (or any WSGI app); or, with ``card``, the agent
-            executor, served with a durable SQLite task store.
+            executor, served with a durable task store (SQLite, or PostgreSQL when
+            ``database`` is a ``postgresql://`` URL).
         host: Address to bind; loopback by default (and then protected against DNS
             rebinding).
         port: Port to bind.
         card: The agent card, when ``app`` is an executor.
-        database: SQLite file for that case (default :data:`DEFAULT_DATABASE`).
+        database: For that case: a SQLite file (default :data:`DEFAULT_DATABASE`; one
+            process), or a ``postgresql://user:password@host/dbname`` URL (several worker
+            processes share it: see ``docs/scale-out.md``). The store is closed when
+            serving ends.
+        task_store: For that case, a store of your own instead (not closed here).
         threads: waitress worker threads (default: stream cap + 8).
         grace: Seconds unary calls and agents get to finish on shutdown.
         app_options: Further :class:`A2AApplication` arguments for the executor case.
@@ -252,8 +290,13 @@ def serve(
     Raises:
         ConfigurationError: waitress is missing or the settings conflict.
     """
-    application = _application(app, card, database, dict(app_options or {}))
-    server = RunningServer(application, host, port, threads=threads, **options)
+    application, opened = _application(app, card, database, task_store, dict(app_options or {}))
+    try:
+        server = RunningServer(application, host, port, threads=threads, **options)
+    except BaseException:
+        if opened is not None:
+            opened.close()
+        raise
     stopper: list[threading.Thread] = []
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -279,6 +322,8 @@ def serve(
             stopper[0].join(grace + 5.0)
         else:
             server.stop(grace)
+        if opened is not None:
+            opened.close()
 
 
 @contextlib.contextmanager

@@ -8,6 +8,8 @@ worker processes. The database is a real PostgreSQL (tests/support/postgres.py).
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -317,3 +319,9 @@ def test_repr_names_the_worker_not_the_connection_string(postgres_dsn: str) -> N
         assert store.worker_id in repr(store)
         assert "hunter2" not in repr(store)
         assert "host=" not in repr(store)
+
+
+def test_importing_the_server_does_not_import_psycopg() -> None:
+    code = "import sys, a2a_sync.server, a2a_sync.server.stores; print('psycopg' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
