@@ -3,16 +3,19 @@
 Exit codes (also in ``a2a-sync --help``):
 
 ====  ==========================================================================
-0     success (a task completed, a call returned)
+0     success (a task completed or was canceled on request, a call returned)
 1     the task settled without completing (failed, canceled, rejected)
 2     usage error (bad arguments)
-3     the agent or server could not be reached, or timed out
+3     the agent or server could not be reached, timed out, or (MCP) exited
 4     the peer answered with an error, or broke the protocol
 5     the task needs input or authentication (``--json`` output carries the task)
 130   interrupted (Ctrl-C); streams were closed and subprocesses reaped
 ====  ==========================================================================
 
-Errors are printed as one line on stderr; ``--debug`` prints the traceback instead.
+``--json`` prints one JSON document per result; streams (``send --stream``, ``task watch``)
+print one A2A 1.0 ``StreamResponse`` object per line. Errors are printed as one line on
+stderr; ``--debug`` prints the traceback instead.
+``serve`` runs until stopped: SIGTERM exits 0, Ctrl-C 130, both after a graceful stop.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from .errors import (
     A2ASyncError,
     AuthRequired,
     ConfigurationError,
+    ConnectionClosed,
     HTTPStatusError,
     InputRequired,
     ProtocolError,
@@ -210,8 +214,8 @@ def _stream(events: Iterator[Any], out: _Output) -> None:
         for event in events:
             if bar is not None:
                 bar.update(1)
-            if out.as_json:
-                out.line(json.dumps(_dump(event), ensure_ascii=False))
+            if out.as_json:  # one A2A 1.0 StreamResponse per line: {"task": ...} ...
+                out.line(json.dumps(V1_0.dump_stream_event(event), ensure_ascii=False))
             elif isinstance(event, TaskArtifactUpdateEvent):
                 text = event.artifact.text
                 if text:
@@ -268,6 +272,8 @@ def _cmd_task(args: argparse.Namespace, out: _Output) -> int:
             task = client.get_task(args.task_id, history_length=args.history)
         elif args.action == "cancel":
             task = client.cancel_task(args.task_id)
+            _print_result(task, out)
+            return EXIT_OK if task.state is TaskState.canceled else _task_exit(task)
         else:  # watch: subscribe, and fall back to polling if the agent cannot stream
             try:
                 with client.subscribe(args.task_id) as stream:
@@ -471,7 +477,7 @@ def _exit_code(error: BaseException) -> int:
         return EXIT_TASK_NOT_COMPLETED
     if isinstance(error, ConfigurationError):
         return EXIT_USAGE
-    if isinstance(error, TransportError):
+    if isinstance(error, (TransportError, ConnectionClosed)):
         return EXIT_UNREACHABLE
     if isinstance(error, (RPCError, ProtocolError, HTTPStatusError)):
         return EXIT_PEER_ERROR
