@@ -73,7 +73,8 @@ MODULE: Final = "a2a_sync.testing.mcp_server"
 
 #: A tool implemented in Python: ``handler(arguments) -> str | dict | JSON value``. A ``str``
 #: is the text; a ``dict`` is the structured content (its JSON is the text); raising makes
-#: a failed call (``isError`` with the exception's text).
+#: a failed call (``isError`` with the exception's text; ``ValueError``/``TypeError`` mean
+#: "bad arguments" and are not logged as crashes).
 ToolHandler = Callable[[dict[str, Any]], Any]
 
 _TOOL_KEYS: Final = frozenset(
@@ -349,7 +350,10 @@ class ScriptedMCPServer:
 def _handler_result(name: str, handler: ToolHandler, arguments: dict[str, Any]) -> dict[str, Any]:
     try:
         value = handler(arguments)
-    except Exception as exc:  # the server's top level: a failing tool is a failed call
+    except (ValueError, TypeError) as exc:  # the tool refused its arguments: a failed call
+        logger.info("tool %s refused its arguments: %s", name, exc)
+        return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
+    except Exception as exc:  # the server's top level: a crashing tool is a failed call
         logger.exception("tool %s raised", name)
         return {"content": [{"type": "text", "text": str(exc)}], "isError": True}
     if isinstance(value, str):
