@@ -5,8 +5,8 @@ The target names an :class:`~a2a_sync.server.A2AApplication` (served as it is), 
 updater)`` function, or a factory (a callable without arguments) returning one of these.
 An executor needs a card: ``--card FILE.json``, else the module's ``card`` attribute
 (an :class:`~a2a_sync.types.AgentCard` or a factory), else a minimal streaming card named
-after the executor. Its tasks go to a SQLite file (``--database``; ``:memory:`` keeps them
-in memory).
+after the executor. Its tasks go to a SQLite file (``--database``), PostgreSQL (a
+``postgresql://`` URL: several ``serve`` processes share it) or memory (``:memory:``).
 
 The server runs on waitress in a background thread while the main thread waits, so
 Ctrl-C (SIGINT) and SIGTERM both stop it gracefully: no new calls, open streams end,
@@ -28,13 +28,13 @@ import tempfile
 import threading
 from types import FrameType
 from typing import IO, Any, Final
+from urllib.parse import urlsplit, urlunsplit
 
 from ._codec import load_card
 from .errors import A2ASyncError, ConfigurationError
 from .server.app import DEFAULT_GRACE_PERIOD, A2AApplication
 from .server.executor import AgentExecutor
-from .server.serving import DEFAULT_DATABASE, DEFAULT_PORT, serve_in_thread
-from .server.stores.sqlite import SQLiteTaskStore
+from .server.serving import DEFAULT_DATABASE, DEFAULT_PORT, open_task_store, serve_in_thread
 from .types import AgentCapabilities, AgentCard, AgentSkill
 
 __all__ = ["DEFAULT_PORT", "add_arguments", "load_target", "run_serve"]
@@ -53,8 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--database",
-        help=f"SQLite task file (default {DEFAULT_DATABASE}; the demo: a temporary folder; "
-        f"{MEMORY}: in memory)",
+        help=f"SQLite task file (default {DEFAULT_DATABASE}; the demo: a temporary folder), "
+        f"a postgresql:// URL (several workers), or {MEMORY}",
     )
     parser.add_argument("--card", help="agent card JSON file (for an executor)")
     parser.add_argument(
@@ -149,6 +149,14 @@ def _card(module: Any, executor: Any, card_file: str | None) -> AgentCard:
     return _default_card(name)
 
 
+def _redacted(database: str) -> str:
+    """``database`` fit to print: a URL loses its credentials."""
+    parts = urlsplit(database)
+    if not parts.scheme or "@" not in parts.netloc:
+        return database
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
 def _application(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[Any, str]:
     """The app to serve and a line saying what it is; closers go on ``stack``."""
     if args.demo:
@@ -173,9 +181,9 @@ def _application(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple
     database = args.database or DEFAULT_DATABASE
     store = None
     if database != MEMORY:
-        store = SQLiteTaskStore(database)
+        store = open_task_store(database)  # SQLite, or PostgreSQL for a postgresql:// URL
         stack.callback(store.close)
-    where = "in memory" if store is None else database
+    where = "in memory" if store is None else _redacted(database)
     return A2AApplication(card, app, task_store=store), f"{card.name} ({args.target}, {where})"
 
 

@@ -28,7 +28,7 @@ from ..server.context import CallContext
 from ..server.executor import AgentExecutor, RequestContext, TaskUpdater
 from ..server.handler import DefaultRequestHandler
 from ..server.runs import EventStream
-from ..server.stores.sqlite import SQLiteTaskStore
+from ..server.serving import open_task_store
 from ..types import AgentCapabilities, AgentCard, AgentSkill
 from .mcp_tools import LARGEST
 
@@ -173,7 +173,7 @@ class DemoAgent:
     :func:`~a2a_sync.server.serve_in_thread` or :func:`~a2a_sync.server.serve`.
 
     Args:
-        database: The SQLite task store's file.
+        database: The task store: a SQLite file (or a ``postgresql://`` URL).
         chunk_interval: Pause after each chunk, in seconds.
 
     Attributes:
@@ -193,7 +193,7 @@ class DemoAgent:
             self.tools_pid = transport.pid if isinstance(transport, StdioTransport) else None
             self.tool_names = [tool.name for tool in self.tools.client().list_tools()]
             self.executor = FactorizeExecutor(self.tools.client(), chunk_interval)
-            self.store = SQLiteTaskStore(database)
+            self.store = open_task_store(database)
         except BaseException:
             self.tools.close()
             raise
