@@ -12,7 +12,7 @@ from pathlib import Path
 
 from a2a_sync.demo import run_demo
 
-DEMO_TIMEOUT = 60.0  # the demo takes a few seconds; this only bounds a broken one
+DEMO_TIMEOUT = 45.0  # the demo takes a few seconds; this bounds a broken one (pytest: 60 s)
 POLL_INTERVAL = 0.05  # how often the process tree is sampled while the demo runs
 
 
