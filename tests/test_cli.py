@@ -23,6 +23,7 @@ import pytest
 from a2a_sync import A2AClient
 from a2a_sync.testing import FakeAgent, agent_server, mcp_server_command, recorded_messages
 from a2a_sync.types import Task
+from tests.support.processes import alive, descendants
 
 CLI = [sys.executable, "-m", "a2a_sync.cli"]
 RUN_TIMEOUT = 30.0  # one command; they take well under a second
@@ -59,36 +60,6 @@ def one_error_line(done: subprocess.CompletedProcess[str], error: str) -> None:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f"a2a-sync: {error}: "), done.stderr
-
-
-def _stat(pid: int) -> list[bytes] | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return stat[stat.rfind(b")") + 2 :].split()  # fields from "state" on
-
-
-def alive(pid: int) -> bool:
-    """True if ``pid`` exists and is not a zombie."""
-    fields = _stat(pid)
-    return fields is not None and fields[0] != b"Z"
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live process below ``pid`` (children, grandchildren ...), from /proc."""
-    parents: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            fields = _stat(int(entry))
-            if fields is not None:
-                parents[int(entry)] = int(fields[1])
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
 
 
 class Running:

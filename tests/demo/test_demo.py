@@ -3,43 +3,16 @@
 from __future__ import annotations
 
 import io
-import os
 import re
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 from a2a_sync.demo import run_demo
+from tests.support.processes import alive, descendants
 
 DEMO_TIMEOUT = 45.0  # the demo takes a few seconds; this bounds a broken one (pytest: 60 s)
 POLL_INTERVAL = 0.05  # how often the process tree is sampled while the demo runs
-
-
-def _stat(pid: int) -> list[bytes] | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    return stat[stat.rfind(b")") + 2 :].split()
-
-
-def alive(pid: int) -> bool:
-    fields = _stat(pid)
-    return fields is not None and fields[0] != b"Z"
-
-
-def descendants(pid: int) -> set[int]:
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (fields := _stat(int(entry))) is not None:
-            parents[int(entry)] = int(fields[1])
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
 
 
 def test_the_demo_command_shows_the_recovery_exits_0_and_leaves_nothing_running() -> None:
