@@ -44,6 +44,7 @@ from .errors import (
     ProtocolError,
     RPCError,
     TaskError,
+    TaskWaitTimeout,
     TransportError,
     UnsupportedOperation,
 )
@@ -66,6 +67,9 @@ EXIT_UNREACHABLE: Final = 3
 EXIT_PEER_ERROR: Final = 4
 EXIT_NEEDS_INPUT: Final = 5
 EXIT_INTERRUPTED: Final = 130
+
+#: How long ``send --wait`` and ``task watch`` (when polling) wait for a task to settle.
+DEFAULT_WAIT_TIMEOUT: Final = 600.0
 
 _EPILOG: Final = """exit codes: 0 ok, 1 task not completed, 2 usage, 3 unreachable/timeout,
 4 peer error, 5 input or auth required, 130 interrupted"""
@@ -239,23 +243,36 @@ def _cmd_send(args: argparse.Namespace, out: _Output) -> int:
             return _task_exit(result)
         result = client.send_message(args.text, return_immediately=args.wait, **kwargs)
         if args.wait:
-            result = _wait(client, result, out)
+            result = _wait(client, result, out, args.wait_timeout)
         _print_result(result, out)
         return _task_exit(result)
 
 
-def _wait(client: Any, result: Any, out: _Output) -> Any:
-    """Poll until the task settles, with a progress display."""
+def _wait(client: Any, result: Any, out: _Output, limit: float) -> Any:
+    """Poll until the task settles (at most ``limit`` seconds), with a progress display.
 
+    Raises:
+        TaskWaitTimeout: Still running after ``limit`` seconds (exit code 3).
+    """
     if isinstance(result, Message) or result.is_terminal or result.is_interrupted:
         return result
     policy = PollPolicy()
+    deadline = time.monotonic() + limit
     bar = None if out.as_json else progress_bar(None, "waiting")
     polls = 0
     try:
         while not (result.is_terminal or result.is_interrupted):
             polls += 1
-            time.sleep(policy.interval(polls))
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TaskWaitTimeout(
+                    f"task {result.id} is still {result.state.value} after {limit:g} s; "
+                    f"watch it again with: a2a-sync task watch URL {result.id}",
+                    task_id=result.id,
+                    timeout=limit,
+                    task=result,
+                )
+            time.sleep(min(policy.interval(polls), remaining))
             result = client.get_task(result.id)
             if bar is not None:
                 bar.set_description(result.state.value)
@@ -282,7 +299,7 @@ def _cmd_task(args: argparse.Namespace, out: _Output) -> int:
                 _print_after_stream(task, out)
                 return _task_exit(task)
             except UnsupportedOperation:
-                task = _wait(client, client.get_task(args.task_id), out)
+                task = _wait(client, client.get_task(args.task_id), out, args.wait_timeout)
         _print_result(task, out)
         return _task_exit(task)
 
@@ -393,6 +410,12 @@ def _parser() -> argparse.ArgumentParser:
     a2a.add_argument("--token", help="bearer token for the agent")
     a2a.add_argument("--api-key", help="API key for the agent")
     a2a.add_argument("--revision", choices=("1.0", "0.3"), help="A2A revision to use")
+    a2a.add_argument(
+        "--wait-timeout",
+        type=float,
+        default=DEFAULT_WAIT_TIMEOUT,
+        help=f"longest wait for a task to settle when polling (default {DEFAULT_WAIT_TIMEOUT:g} s)",
+    )
 
     parser = argparse.ArgumentParser(
         prog="a2a-sync",
@@ -473,6 +496,8 @@ def _parser() -> argparse.ArgumentParser:
 def _exit_code(error: BaseException) -> int:
     if isinstance(error, (InputRequired, AuthRequired)):
         return EXIT_NEEDS_INPUT
+    if isinstance(error, TaskWaitTimeout):
+        return EXIT_UNREACHABLE
     if isinstance(error, TaskError):
         return EXIT_TASK_NOT_COMPLETED
     if isinstance(error, ConfigurationError):

@@ -205,6 +205,13 @@ def test_send_wait_polls_until_the_task_settles(url: str) -> None:
     assert task["artifacts"][0]["parts"][0]["text"] == "finally"
 
 
+def test_send_wait_gives_up_after_the_wait_timeout_with_exit_3(url: str) -> None:
+    done = run("send", url, "hold", "--wait", "--wait-timeout", "0.5")
+    assert done.returncode == 3, done.stderr
+    one_error_line(done, "TaskWaitTimeout")
+    assert "task watch" in done.stderr  # says how to keep waiting
+
+
 def test_a_failed_task_exits_1(url: str) -> None:
     done = run("send", url, "fail")
     assert done.returncode == 1
