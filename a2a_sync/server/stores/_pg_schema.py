@@ -37,7 +37,9 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
             seq integer NOT NULL,
             -- the worker running an agent for the task; NULL once it is final
             worker text,
-            snapshot bytea NOT NULL
+            -- the task folded up to snapshot_seq (later events are in a2a_events)
+            snapshot bytea NOT NULL,
+            snapshot_seq integer NOT NULL
         );
         CREATE INDEX a2a_tasks_by_principal
             ON a2a_tasks (principal, status_micros DESC, id DESC);

@@ -35,6 +35,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Final
 
+import attrs
 import psycopg
 
 from ..._accumulate import accumulate
@@ -62,7 +63,7 @@ from ..events import DEFAULT_SUBSCRIBER_BUFFER, LogEntry, Subscription
 from ._pg_claims import Claims
 from ._pg_db import Database
 from ._pg_lease import Lease
-from ._pg_listen import CANCEL_CHANNEL, EVENTS_CHANNEL, Listener, Router
+from ._pg_listen import CANCEL_CHANNEL, Listener, Router, event_payload, task_channel
 from ._pg_push import PushConfigs
 from ._pg_schema import migrate
 from .base import (
@@ -108,40 +109,58 @@ DEFAULT_CACHE_SIZE: Final = 4096
 #: How long close() waits for the listener and heartbeat threads.
 CLOSE_TIMEOUT: Final = 5.0
 
+#: The stored snapshot is rewritten with every final event and at least every this many
+#: events; between, appends only insert the event. Streaming a long artifact then costs an
+#: insert per chunk, not a rewrite of the ever larger task; reads fold at most this many.
+SNAPSHOT_INTERVAL: Final = 32
+
 _APPEND_ATTEMPTS: Final = 64  # races lost in a row before giving up (each one means progress)
 _ORPHAN_NOTE: Final = "The worker running this task stopped; its agent is gone."
 _SHUTDOWN_NOTE: Final = "The server shut down while this task was running."
 
 _CREATE: Final = (
-    "WITH t AS (INSERT INTO a2a_tasks"
-    " (id, principal, context_id, state, status_micros, seq, worker, snapshot)"
-    " VALUES (%s, %s, %s, %s, %s, 1, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING id),"
+    "WITH t AS (INSERT INTO a2a_tasks (id, principal, context_id, state, status_micros, seq,"
+    " worker, snapshot, snapshot_seq) VALUES (%s, %s, %s, %s, %s, 1, %s, %s, 1)"
+    " ON CONFLICT (id) DO NOTHING RETURNING id),"
     " e AS (INSERT INTO a2a_events (task_id, seq, event) SELECT id, 1, %s FROM t"
     " RETURNING task_id)"
     " SELECT pg_notify(%s, %s) FROM e"
 )
-# The append: snapshot, event and notification in one statement (one round trip, one
-# transaction), applied only if the task is still at the sequence number folded onto.
-_APPEND: Final = (
-    "WITH t AS (UPDATE a2a_tasks SET state = %s, status_micros = %s, seq = %s, worker = %s,"
-    " snapshot = %s WHERE id = %s AND seq = %s RETURNING id),"
+# An append: the task's row, the event and the notification in one statement (one round
+# trip, one transaction), applied only if the task is still at the sequence number the
+# event was folded onto. Three forms: with the snapshot, without it (the log has the
+# event), and with it while the task is still run by a given worker (failing orphans).
+_APPEND_HEAD: Final = (
+    "WITH t AS (UPDATE a2a_tasks SET state = %s, status_micros = %s, seq = %s, worker = %s"
+)
+_APPEND_TAIL: Final = (
+    " RETURNING id),"
     " e AS (INSERT INTO a2a_events (task_id, seq, event) SELECT id, %s, %s FROM t"
     " RETURNING task_id)"
     " SELECT pg_notify(%s, %s) FROM e"
 )
-# The same, only while the task is still run by the given worker (failing orphans).
-_APPEND_IF_WORKER: Final = (
-    "WITH t AS (UPDATE a2a_tasks SET state = %s, status_micros = %s, seq = %s, worker = %s,"
-    " snapshot = %s WHERE id = %s AND seq = %s AND worker = %s RETURNING id),"
-    " e AS (INSERT INTO a2a_events (task_id, seq, event) SELECT id, %s, %s FROM t"
-    " RETURNING task_id)"
-    " SELECT pg_notify(%s, %s) FROM e"
+_APPEND: Final = _APPEND_HEAD + " WHERE id = %s AND seq = %s" + _APPEND_TAIL
+_APPEND_SNAPSHOT: Final = (
+    _APPEND_HEAD + ", snapshot = %s, snapshot_seq = %s WHERE id = %s AND seq = %s" + _APPEND_TAIL
 )
-_LOAD: Final = "SELECT snapshot, seq, principal, worker FROM a2a_tasks WHERE id = %s"
-# The snapshot travels only if it differs from the cached one (given by its seq).
-_GET: Final = (
-    "SELECT seq, principal, CASE WHEN seq = %s THEN NULL ELSE snapshot END"
-    " FROM a2a_tasks WHERE id = %s"
+_APPEND_SNAPSHOT_IF_WORKER: Final = (
+    _APPEND_HEAD
+    + ", snapshot = %s, snapshot_seq = %s WHERE id = %s AND seq = %s AND worker = %s"
+    + _APPEND_TAIL
+)
+# A task as of now, given the seq of the copy cached here (-1: none): the stored snapshot
+# only if the cached copy is older, then the events to fold onto whichever is newer.
+_FETCH: Final = (
+    "SELECT t.seq, t.principal, t.worker, t.snapshot_seq,"
+    " CASE WHEN t.snapshot_seq <= %(have)s THEN NULL ELSE t.snapshot END,"
+    " CASE WHEN t.seq <= %(have)s THEN NULL ELSE (SELECT array_agg(e.event ORDER BY e.seq)"
+    " FROM a2a_events e WHERE e.task_id = t.id AND e.seq > greatest(t.snapshot_seq, %(have)s))"
+    " END FROM a2a_tasks t WHERE t.id = %(id)s"
+)
+# ListTasks: snapshots and the events not folded into them yet.
+_PENDING: Final = (
+    "CASE WHEN seq = snapshot_seq THEN NULL ELSE (SELECT array_agg(e.event ORDER BY e.seq)"
+    " FROM a2a_events e WHERE e.task_id = a2a_tasks.id AND e.seq > a2a_tasks.snapshot_seq) END"
 )
 _EVENTS: Final = "SELECT seq, event FROM a2a_events WHERE task_id = %s AND seq > %s ORDER BY seq"
 _RUN_ELSEWHERE: Final = (
@@ -151,15 +170,28 @@ _RUN_ELSEWHERE: Final = (
 
 
 class _Record:
-    """A cached task: ``state`` is ``(snapshot, seq)``, replaced as one tuple; ``lock``
-    orders this process's appends to the task."""
+    """A cached task: ``state`` is ``(task, seq)``, replaced as one tuple; ``lock`` orders
+    this process's appends to the task; ``stored_seq`` is where the stored snapshot was
+    known to be (never ahead of it)."""
 
-    __slots__ = ("lock", "principal", "state")
+    __slots__ = ("lock", "principal", "state", "stored_seq")
 
-    def __init__(self, task: Task, seq: int, principal: str) -> None:
+    def __init__(self, task: Task, seq: int, principal: str, stored_seq: int) -> None:
         self.state = (task, seq)
         self.principal = principal
+        self.stored_seq = stored_seq
         self.lock = threading.Lock()
+
+
+@attrs.frozen
+class _Row:
+    """A task read from the database (folded up to ``seq``)."""
+
+    task: Task
+    seq: int
+    principal: str
+    worker: str | None
+    stored_seq: int
 
 
 class PostgresTaskStore(TaskStore):
@@ -211,7 +243,8 @@ class PostgresTaskStore(TaskStore):
         self._closed = False
         self._cache: collections.OrderedDict[str, _Record] = collections.OrderedDict()
         self._cancel_listeners: list[Callable[[str], None]] = []
-        self._router = Router(buffer=subscriber_buffer)
+        self._listener: Listener | None = None
+        self._router = Router(buffer=subscriber_buffer, on_change=self._followed_changed)
         self._db = Database(
             dsn,
             pool_size=pool_size,
@@ -234,7 +267,7 @@ class PostgresTaskStore(TaskStore):
                 self._db.connect,
                 self._router,
                 _load_event,
-                wake_channel=f"a2a_wake_{self.worker_id}",
+                worker_id=self.worker_id,
                 on_cancel=self._on_cancel_request,
                 on_push_change=self._push.forget,
                 on_reconnect=lambda: self._push.forget(None),  # changes may have been missed
@@ -257,7 +290,7 @@ class PostgresTaskStore(TaskStore):
                 name="a2a-sync-pg-heartbeat",
             )
         except InternalError as exc:
-            self._listener.close(CLOSE_TIMEOUT, self._db.notify)
+            self._listener.close(CLOSE_TIMEOUT)
             self._db.close(CLOSE_TIMEOUT)
             raise ConfigurationError("cannot register the worker in the task store") from exc
 
@@ -277,13 +310,13 @@ class PostgresTaskStore(TaskStore):
                 None if is_final(task) else self.worker_id,
                 snapshot,
                 b'{"task":' + snapshot + b"}",  # the StreamResponse form of the Task
-                EVENTS_CHANNEL,
-                f"1 {task.id}",
+                task_channel(task.id),
+                event_payload(1, self.worker_id, task.id),
             ),
         )
         if not rows:
             raise ConfigurationError(f"task {task.id!r} exists already")
-        self._remember(task.id, task, 1, principal)
+        self._remember(task.id, _Row(task, 1, principal, None, 1))
         self._router.publish(task.id, 1, task)
         return StoredTask(task, 1, principal)
 
@@ -306,9 +339,13 @@ class PostgresTaskStore(TaskStore):
                     checked = True
                     continue
                 new_seq = seq + 1
-                worker = None if is_final(event) else self.worker_id
-                if self._write(_APPEND, folded, event, seq=new_seq, worker=worker):
+                final = is_final(event)
+                snapshot = final or new_seq - record.stored_seq >= SNAPSHOT_INTERVAL
+                worker = None if final else self.worker_id
+                if self._write(folded, event, seq=new_seq, worker=worker, snapshot=snapshot):
                     record.state = (folded, new_seq)
+                    if snapshot:
+                        record.stored_seq = new_seq
                     self._router.publish(task_id, new_seq, event)
                     return StoredTask(folded, new_seq, record.principal)
                 # Another worker appended first (or the task vanished): re-read and fold again.
@@ -318,50 +355,39 @@ class PostgresTaskStore(TaskStore):
 
     def _write(
         self,
-        sql: str,
         folded: Task,
         event: StreamEvent,
         *,
         seq: int,
         worker: str | None,
-        condition: tuple[Any, ...] = (),
+        snapshot: bool,
+        only_if_worker: str | None = None,
     ) -> bool:
         """Run one conditional append statement; True when it appended."""
-        return bool(
-            self._query(
-                sql,
-                (
-                    folded.status.state.value,
-                    micros_of(status_time(folded)),
-                    seq,
-                    worker,
-                    encode(V1_0.dump_task(folded)),
-                    folded.id,
-                    seq - 1,
-                    *condition,
-                    seq,
-                    encode(V1_0.dump_stream_event(event)),
-                    EVENTS_CHANNEL,
-                    f"{seq} {folded.id}",
-                ),
-            )
+        head = (folded.status.state.value, micros_of(status_time(folded)), seq, worker)
+        tail = (
+            seq,
+            encode(V1_0.dump_stream_event(event)),
+            task_channel(folded.id),
+            event_payload(seq, self.worker_id, folded.id),
         )
+        if only_if_worker is not None:
+            sql = _APPEND_SNAPSHOT_IF_WORKER
+            where: tuple[Any, ...] = (folded.id, seq - 1, only_if_worker)
+        else:
+            sql = _APPEND_SNAPSHOT if snapshot else _APPEND
+            where = (folded.id, seq - 1)
+        stored = (encode(V1_0.dump_task(folded)), seq) if snapshot or only_if_worker else ()
+        return bool(self._query(sql, (*head, *stored, *where, *tail)))
 
     def get_task(self, task_id: str, *, principal: str | None) -> StoredTask | None:
         with self._lock:
             record = self._cache.get(task_id)
-        state = record.state if record is not None else None
-        rows = self._query(_GET, (state[1] if state is not None else -1, task_id), binary=True)
-        if not rows:
+        row = self._fetch(task_id, record.state if record is not None else None)
+        if row is None or (principal is not None and row.principal != principal):
             return None
-        seq, owner, blob = rows[0]
-        if principal is not None and owner != principal:
-            return None
-        if blob is None and state is not None:
-            return StoredTask(state[0], seq, owner)
-        task = _load_task(blob)
-        self._remember(task_id, task, seq, owner)
-        return StoredTask(task, seq, owner)
+        self._remember(task_id, row)
+        return StoredTask(row.task, row.seq, row.principal)
 
     def events_after(self, task_id: str, after_seq: int) -> list[LogEntry]:
         rows = self._query(_EVENTS, (task_id, after_seq), binary=True)
@@ -390,12 +416,12 @@ class PostgresTaskStore(TaskStore):
             args += [token.micros, token.task_id]
         size = params.page_size or DEFAULT_PAGE_SIZE
         rows = self._query(
-            f"SELECT snapshot FROM a2a_tasks WHERE {' AND '.join(where)}"  # noqa: S608
+            f"SELECT snapshot, {_PENDING} FROM a2a_tasks WHERE {' AND '.join(where)}"  # noqa: S608
             " ORDER BY status_micros DESC, id DESC LIMIT %s",
             [*args, size + 1],
             binary=True,
         )
-        tasks = [_load_task(blob) for (blob,) in rows[:size]]
+        tasks = [_fold(_load_task(blob), pending) for blob, pending in rows[:size]]
         next_token = PageToken.after(tasks[-1]).encode() if len(rows) > size else ""
         return ListTasksResult(
             tasks=tasks, next_page_token=next_token, page_size=size, total_size=total[0][0]
@@ -470,13 +496,19 @@ class PostgresTaskStore(TaskStore):
         except InternalError:
             logger.warning("could not settle this worker's tasks; its lease will expire")
         self._router.close()
-        self._listener.close(CLOSE_TIMEOUT, self._db.notify)
+        if self._listener is not None:
+            self._listener.close(CLOSE_TIMEOUT)
         self._db.close(CLOSE_TIMEOUT)
 
     def __repr__(self) -> str:
         return f"<PostgresTaskStore worker={self.worker_id} cached={len(self._cache)}>"
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _followed_changed(self) -> None:
+        listener = self._listener
+        if listener is not None:  # else the listener reads the router when it starts
+            listener.poke()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -489,32 +521,45 @@ class PostgresTaskStore(TaskStore):
             if record is not None:
                 self._cache.move_to_end(task_id)
                 return record
-        rows = self._query(_LOAD, (task_id,), binary=True)
+        row = self._fetch(task_id, None)
+        return self._remember(task_id, row) if row is not None else None
+
+    def _fetch(self, task_id: str, cached: tuple[Task, int] | None) -> _Row | None:
+        """The task as stored now (one query); what is cached here is not sent again."""
+        have = cached[1] if cached is not None else -1
+        rows = self._query(_FETCH, {"have": have, "id": task_id}, binary=True)
         if not rows:
             return None
-        blob, seq, principal, _ = rows[0]
-        return self._remember(task_id, _load_task(blob), seq, principal)
+        seq, principal, worker, stored_seq, blob, pending = rows[0]
+        if blob is not None:
+            task = _load_task(blob)
+        elif cached is not None and seq >= have:
+            task = cached[0]
+        else:  # the cached copy is ahead of the database (never expected): read it all
+            return self._fetch(task_id, None)
+        return _Row(_fold(task, pending), seq, principal, worker, stored_seq)
 
-    def _remember(self, task_id: str, task: Task, seq: int, principal: str) -> _Record:
+    def _remember(self, task_id: str, row: _Row) -> _Record:
         with self._lock:
             record = self._cache.get(task_id)
             if record is None:
-                record = self._cache[task_id] = _Record(task, seq, principal)
+                record = _Record(row.task, row.seq, row.principal, row.stored_seq)
+                self._cache[task_id] = record
                 if len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
-            elif record.state[1] < seq:
-                record.state = (task, seq)
+            elif record.state[1] < row.seq:
+                record.state = (row.task, row.seq)
+                record.stored_seq = max(record.stored_seq, row.stored_seq)
             return record
 
     def _refresh(self, record: _Record, task_id: str) -> bool:
-        """Re-read the snapshot; True when it changed since cached."""
-        rows = self._query(_LOAD, (task_id,), binary=True)
-        if not rows:
+        """Re-read the task; True when it changed since cached."""
+        cached = record.state
+        row = self._fetch(task_id, cached)
+        if row is None or row.seq == cached[1]:
             return False
-        blob, seq, _, _ = rows[0]
-        if seq == record.state[1]:
-            return False
-        record.state = (_load_task(blob), seq)
+        record.state = (row.task, row.seq)
+        record.stored_seq = max(record.stored_seq, row.stored_seq)
         return True
 
     def _fail_orphan(self, task_id: str, dead_worker: str) -> None:
@@ -529,11 +574,10 @@ class PostgresTaskStore(TaskStore):
 
     def _settle_owned(self, task_id: str, worker: str, note: str) -> None:
         for _ in range(_APPEND_ATTEMPTS):
-            rows = self._query(_LOAD, (task_id,), binary=True)
-            if not rows or rows[0][3] != worker:
+            row = self._fetch(task_id, None)
+            if row is None or row.worker != worker:
                 return  # gone, or no longer run by that worker
-            blob, seq, principal, _ = rows[0]
-            task = _load_task(blob)
+            task = row.task
             event = TaskStatusUpdateEvent(
                 task_id=task.id,
                 context_id=task.context_id or "",
@@ -543,12 +587,12 @@ class PostgresTaskStore(TaskStore):
                 ),
             )
             folded = accumulate(task, event)
-            written = self._write(
-                _APPEND_IF_WORKER, folded, event, seq=seq + 1, worker=None, condition=(worker,)
-            )
-            if written:
-                self._remember(task_id, folded, seq + 1, principal)
-                self._router.publish(task_id, seq + 1, event)
+            seq = row.seq + 1
+            if self._write(
+                folded, event, seq=seq, worker=None, snapshot=True, only_if_worker=worker
+            ):
+                self._remember(task_id, _Row(folded, seq, row.principal, None, seq))
+                self._router.publish(task_id, seq, event)
                 return
 
 
@@ -558,3 +602,10 @@ def _load_task(blob: bytes) -> Task:
 
 def _load_event(blob: bytes) -> StreamEvent:
     return V1_0.load_stream_event(decode_json(blob))
+
+
+def _fold(task: Task, pending: list[bytes] | None) -> Task:
+    """``task`` with the stored events not folded into its snapshot yet."""
+    for blob in pending or ():
+        task = accumulate(task, _load_event(blob))
+    return task

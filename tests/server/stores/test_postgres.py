@@ -18,9 +18,11 @@ from typing import Any
 import psycopg
 import pytest
 
+from a2a_sync._accumulate import accumulate
 from a2a_sync.errors import ConfigurationError, InternalError, UnsupportedOperation
-from a2a_sync.server.stores.postgres import PostgresTaskStore
-from a2a_sync.types import PushNotificationConfig, TaskState, TaskStatusUpdateEvent
+from a2a_sync.server.stores._pg_listen import task_channel
+from a2a_sync.server.stores.postgres import SNAPSHOT_INTERVAL, PostgresTaskStore
+from a2a_sync.types import ListTasksParams, PushNotificationConfig, TaskState, TaskStatusUpdateEvent
 from tests.server.stores.test_stores import WAIT, chunk, new_task, run_events, status
 
 Workers = Callable[..., PostgresTaskStore]
@@ -123,6 +125,35 @@ def test_a_worker_reads_and_folds_onto_what_another_worker_wrote(workers: Worker
     b.append_event("t1", status("t1", TaskState.completed))
     with pytest.raises(UnsupportedOperation):  # a's cached snapshot is still open
         a.append_event("t1", status("t1", TaskState.working))
+
+
+def test_reads_on_any_worker_fold_the_events_written_since_the_stored_snapshot(
+    workers: Workers,
+) -> None:
+    a, b = workers(), workers()
+    a.create_task(new_task(), principal="p")
+    a.append_event("t1", status("t1", TaskState.working))
+    count = SNAPSHOT_INTERVAL * 2 + 5  # snapshots stored twice, five chunks pending
+    for i in range(count):
+        a.append_event("t1", chunk("t1", f"{i};", append=i > 0))
+    folded = None
+    for _, event in b.events_after("t1", 0):
+        folded = accumulate(folded, event)
+    expected = "".join(f"{i};" for i in range(count))
+    for store in (a, b):
+        stored = store.get_task("t1", principal="p")
+        assert stored is not None
+        assert stored.seq == count + 2
+        assert stored.task == folded
+        assert stored.task.artifacts[0].text == expected
+        (listed,) = store.list_tasks(ListTasksParams(), principal="p").tasks
+        assert listed == folded
+    b.append_event("t1", chunk("t1", "b;", append=True))  # b folds onto what a wrote
+    a.append_event("t1", status("t1", TaskState.completed))
+    final = b.get_task("t1", principal="p")
+    assert final is not None
+    assert final.task.artifacts[0].text == expected + "b;"
+    assert final.task.status.state is TaskState.completed
 
 
 def test_a_resend_on_another_worker_waits_for_the_first_delivery_to_create_its_task(
@@ -258,11 +289,17 @@ def test_a_subscriber_gets_what_was_appended_while_its_listener_reconnected(
 ) -> None:
     a, b = workers(), workers()
     a.create_task(new_task(), principal="")
+    listening = f'LISTEN "{task_channel("t1")}"'  # what b's listener runs once b follows t1
     with b.subscribe("t1", after_seq=1) as sub, psycopg.connect(postgres_dsn) as admin:
-        killed = admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = %s",
-            (f'LISTEN "a2a_wake_{b.worker_id}"',),
-        ).fetchall()
+
+        def kill() -> list[tuple[Any, ...]]:
+            return admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = %s",
+                (listening,),
+            ).fetchall()
+
+        killed: list[tuple[Any, ...]] = []
+        eventually(lambda: bool(killed.extend(kill()) or killed))
         assert killed == [(True,)]
         for i in range(5):
             a.append_event("t1", chunk("t1", str(i), append=i > 0))
