@@ -19,12 +19,13 @@ import collections
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 from ...errors import InternalError
 from ..events import Subscription
+from ._pg_db import Database
 
-__all__ = ["CONTEXT_CACHE_SIZE", "Claims"]
+__all__ = ["CLAIM_STATEMENTS", "CONTEXT_CACHE_SIZE", "Claims"]
 
 #: Conversation owners cached per process (they never change once bound).
 CONTEXT_CACHE_SIZE: Final = 65536
@@ -32,12 +33,23 @@ CONTEXT_CACHE_SIZE: Final = 65536
 #: creation wakes it earlier).
 CLAIM_POLL: Final = 0.25
 
-Query = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
-
-_CLAIM: Final = (
-    "INSERT INTO a2a_claims (principal, message_id, task_id, worker) VALUES (%s, %s, %s, %s)"
-    " ON CONFLICT DO NOTHING RETURNING 1"
-)
+_CLAIM: Final = "a2a_claim"
+_BIND: Final = "a2a_bind"
+#: Prepared on every pooled connection (one of each per new task). Both commit without
+#: waiting for the WAL flush: the task's creation, durable, flushes them with it; a crash
+#: before that loses a claim whose run produced nothing.
+CLAIM_STATEMENTS: Final = {
+    _CLAIM: (
+        "WITH c AS (INSERT INTO a2a_claims (principal, message_id, task_id, worker)"
+        " VALUES ($1::text, $2::text, $3::text, $4::text) ON CONFLICT DO NOTHING RETURNING 1)"
+        " SELECT set_config('synchronous_commit', 'off', true) FROM c"
+    ),
+    _BIND: (
+        "WITH b AS (INSERT INTO a2a_contexts (context_id, principal)"
+        " VALUES ($1::text, $2::text) ON CONFLICT DO NOTHING RETURNING 1)"
+        " SELECT set_config('synchronous_commit', 'off', true) FROM b"
+    ),
+}
 _CLAIM_STATE: Final = (
     "SELECT c.task_id, c.worker, EXISTS (SELECT 1 FROM a2a_tasks t WHERE t.id = c.task_id),"
     " w.heartbeat >= now() - make_interval(secs => %s)"
@@ -49,10 +61,6 @@ _TAKE_OVER: Final = (
     " AND task_id = %s AND worker IS NOT DISTINCT FROM %s RETURNING 1"
 )
 _RELEASE: Final = "DELETE FROM a2a_claims WHERE principal = %s AND message_id = %s AND worker = %s"
-_BIND: Final = (
-    "WITH i AS (INSERT INTO a2a_contexts (context_id, principal) VALUES (%s, %s)"
-    " ON CONFLICT DO NOTHING RETURNING principal) SELECT principal FROM i"
-)
 _OWNER: Final = "SELECT principal FROM a2a_contexts WHERE context_id = %s"
 
 
@@ -60,7 +68,7 @@ class Claims:
     """Message claims and conversation owners. Thread-safe.
 
     Args:
-        query: Runs one statement, returns its rows (InternalError on failure).
+        db: The store's connections.
         subscribe: The store's ``subscribe`` (to wait for a task's creation).
         worker_id: This worker.
         lease_timeout: Heartbeat age after which a worker counts as dead.
@@ -69,14 +77,15 @@ class Claims:
 
     def __init__(
         self,
-        query: Query,
+        db: Database,
         subscribe: Callable[[str, int], Subscription],
         *,
         worker_id: str,
         lease_timeout: float,
         claim_wait: float,
     ) -> None:
-        self._query = query
+        self._db = db
+        self._query = db.query
         self._subscribe = subscribe
         self._worker_id = worker_id
         self._lease_timeout = lease_timeout
@@ -96,7 +105,7 @@ class Claims:
         waiting: Subscription | None = None
         try:
             while True:
-                if self._query(_CLAIM, (principal, message_id, task_id, me)):
+                if self._db.execute_prepared(_CLAIM, (principal, message_id, task_id, me)):
                     return None
                 rows = self._query(_CLAIM_STATE, (self._lease_timeout, principal, message_id))
                 if not rows:
@@ -133,10 +142,10 @@ class Claims:
         with self._lock:
             owner = self._contexts.get(context_id)
         if owner is None:
-            rows = self._query(_BIND, (context_id, principal))
-            if not rows:  # bound before (or concurrently): read the owner
-                rows = self._query(_OWNER, (context_id,))
-            owner = str(rows[0][0])
+            if self._db.execute_prepared(_BIND, (context_id, principal)):
+                owner = principal
+            else:  # bound before (or concurrently): read the owner
+                owner = str(self._query(_OWNER, (context_id,))[0][0])
             with self._lock:
                 self._contexts[context_id] = owner
                 if len(self._contexts) > CONTEXT_CACHE_SIZE:

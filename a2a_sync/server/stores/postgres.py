@@ -60,8 +60,8 @@ from ...types import (
     TaskStatusUpdateEvent,
 )
 from ..events import DEFAULT_SUBSCRIBER_BUFFER, LogEntry, Subscription
-from ._pg_claims import Claims
-from ._pg_db import Database
+from ._pg_claims import CLAIM_STATEMENTS, Claims
+from ._pg_db import Database, Param
 from ._pg_lease import Lease
 from ._pg_listen import CANCEL_CHANNEL, Listener, Router, event_payload, task_channel
 from ._pg_push import PushConfigs
@@ -109,6 +109,13 @@ DEFAULT_CACHE_SIZE: Final = 4096
 #: How long close() waits for the listener and heartbeat threads.
 CLOSE_TIMEOUT: Final = 5.0
 
+#: ``synchronous_commit`` of appends that are not final (and of claims): they return
+#: before their WAL is flushed to disk. The next durable commit (a task's creation, a
+#: final state) flushes them too, WAL being written in order, so a crash can only lose a
+#: suffix of a running task's events (its agent died with the crash anyway), never leave
+#: a gap, and never lose what a client was told is done. The SQLite store makes the same
+#: promise.
+ASYNC_COMMIT: Final = "off"
 #: The stored snapshot is rewritten with every final event and at least every this many
 #: events; between, appends only insert the event. Streaming a long artifact then costs an
 #: insert per chunk, not a rewrite of the ever larger task; reads fold at most this many.
@@ -118,36 +125,44 @@ _APPEND_ATTEMPTS: Final = 64  # races lost in a row before giving up (each one m
 _ORPHAN_NOTE: Final = "The worker running this task stopped; its agent is gone."
 _SHUTDOWN_NOTE: Final = "The server shut down while this task was running."
 
-_CREATE: Final = (
-    "WITH t AS (INSERT INTO a2a_tasks (id, principal, context_id, state, status_micros, seq,"
-    " worker, snapshot, snapshot_seq) VALUES (%s, %s, %s, %s, %s, 1, %s, %s, 1)"
-    " ON CONFLICT (id) DO NOTHING RETURNING id),"
-    " e AS (INSERT INTO a2a_events (task_id, seq, event) SELECT id, 1, %s FROM t"
-    " RETURNING task_id)"
-    " SELECT pg_notify(%s, %s) FROM e"
-)
+# Prepared on every pooled connection (see _pg_db): the statements of every request.
+_CREATE: Final = "a2a_create"
+_APPEND: Final = "a2a_append"
+_APPEND_SNAPSHOT: Final = "a2a_append_snapshot"
+_APPEND_SNAPSHOT_IF_WORKER: Final = "a2a_append_snapshot_if_worker"
 # An append: the task's row, the event and the notification in one statement (one round
 # trip, one transaction), applied only if the task is still at the sequence number the
-# event was folded onto. Three forms: with the snapshot, without it (the log has the
-# event), and with it while the task is still run by a given worker (failing orphans).
-_APPEND_HEAD: Final = (
-    "WITH t AS (UPDATE a2a_tasks SET state = %s, status_micros = %s, seq = %s, worker = %s"
+# event was folded onto ($3 - 1). Three forms: without the snapshot (the log has the
+# event), with it, and with it while the task is still run by a given worker (orphans).
+# $9 'off' commits without waiting for the WAL flush (intermediate events: see
+# ASYNC_COMMIT); NULL keeps the server's synchronous_commit.
+_APPEND_SQL: Final = (
+    "WITH t AS (UPDATE a2a_tasks SET state = $1::text, status_micros = $2::bigint,"
+    " seq = $3::integer, worker = $4::text{snapshot}"
+    " WHERE id = $5::text AND seq = $3::integer - 1{condition} RETURNING id),"
+    " e AS (INSERT INTO a2a_events (task_id, seq, event) SELECT id, $3::integer, $6::bytea"
+    " FROM t RETURNING task_id)"
+    " SELECT pg_notify($7::text, $8::text), set_config('synchronous_commit',"
+    " coalesce($9::text, current_setting('synchronous_commit')), true) FROM e"
 )
-_APPEND_TAIL: Final = (
-    " RETURNING id),"
-    " e AS (INSERT INTO a2a_events (task_id, seq, event) SELECT id, %s, %s FROM t"
-    " RETURNING task_id)"
-    " SELECT pg_notify(%s, %s) FROM e"
-)
-_APPEND: Final = _APPEND_HEAD + " WHERE id = %s AND seq = %s" + _APPEND_TAIL
-_APPEND_SNAPSHOT: Final = (
-    _APPEND_HEAD + ", snapshot = %s, snapshot_seq = %s WHERE id = %s AND seq = %s" + _APPEND_TAIL
-)
-_APPEND_SNAPSHOT_IF_WORKER: Final = (
-    _APPEND_HEAD
-    + ", snapshot = %s, snapshot_seq = %s WHERE id = %s AND seq = %s AND worker = %s"
-    + _APPEND_TAIL
-)
+_SNAPSHOT: Final = ", snapshot = $10::bytea, snapshot_seq = $3::integer"
+STATEMENTS: Final = {
+    _CREATE: (
+        "WITH t AS (INSERT INTO a2a_tasks (id, principal, context_id, state, status_micros,"
+        " seq, worker, snapshot, snapshot_seq) VALUES ($1::text, $2::text, $3::text,"
+        " $4::text, $5::bigint, 1, $6::text, $7::bytea, 1) ON CONFLICT (id) DO NOTHING"
+        " RETURNING id),"
+        " e AS (INSERT INTO a2a_events (task_id, seq, event) SELECT id, 1, $8::bytea FROM t"
+        " RETURNING task_id)"
+        " SELECT pg_notify($9::text, $10::text) FROM e"
+    ),
+    _APPEND: _APPEND_SQL.format(snapshot="", condition=""),
+    _APPEND_SNAPSHOT: _APPEND_SQL.format(snapshot=_SNAPSHOT, condition=""),
+    _APPEND_SNAPSHOT_IF_WORKER: _APPEND_SQL.format(
+        snapshot=_SNAPSHOT, condition=" AND worker = $11::text"
+    ),
+    **CLAIM_STATEMENTS,
+}
 # A task as of now, given the seq of the copy cached here (-1: none): the stored snapshot
 # only if the cached copy is older, then the events to fold onto whichever is newer.
 _FETCH: Final = (
@@ -251,18 +266,19 @@ class PostgresTaskStore(TaskStore):
             pool_min=pool_min,
             pool_timeout=pool_timeout,
             connect_timeout=connect_timeout,
+            setup=migrate,
+            prepared=STATEMENTS,
         )
         self._query = self._db.query
         self._push = PushConfigs(self._query, cache_size=cache_size)
         self._claims = Claims(
-            self._query,
+            self._db,
             lambda task_id, after: self.subscribe(task_id, after_seq=after),
             worker_id=self.worker_id,
             lease_timeout=lease_timeout,
             claim_wait=claim_wait,
         )
         try:
-            self._db.run(migrate)
             self._listener = Listener(
                 self._db.connect,
                 self._router,
@@ -299,7 +315,7 @@ class PostgresTaskStore(TaskStore):
     def create_task(self, task: Task, *, principal: str) -> StoredTask:
         self._check_open()
         snapshot = encode(V1_0.dump_task(task))
-        rows = self._query(
+        created = self._db.execute_prepared(
             _CREATE,
             (
                 task.id,
@@ -314,7 +330,7 @@ class PostgresTaskStore(TaskStore):
                 event_payload(1, self.worker_id, task.id),
             ),
         )
-        if not rows:
+        if not created:
             raise ConfigurationError(f"task {task.id!r} exists already")
         self._remember(task.id, _Row(task, 1, principal, None, 1))
         self._router.publish(task.id, 1, task)
@@ -364,21 +380,25 @@ class PostgresTaskStore(TaskStore):
         only_if_worker: str | None = None,
     ) -> bool:
         """Run one conditional append statement; True when it appended."""
-        head = (folded.status.state.value, micros_of(status_time(folded)), seq, worker)
-        tail = (
+        params: list[Param] = [
+            folded.status.state.value,
+            micros_of(status_time(folded)),
             seq,
+            worker,
+            folded.id,
             encode(V1_0.dump_stream_event(event)),
             task_channel(folded.id),
             event_payload(seq, self.worker_id, folded.id),
-        )
-        if only_if_worker is not None:
-            sql = _APPEND_SNAPSHOT_IF_WORKER
-            where: tuple[Any, ...] = (folded.id, seq - 1, only_if_worker)
-        else:
-            sql = _APPEND_SNAPSHOT if snapshot else _APPEND
-            where = (folded.id, seq - 1)
-        stored = (encode(V1_0.dump_task(folded)), seq) if snapshot or only_if_worker else ()
-        return bool(self._query(sql, (*head, *stored, *where, *tail)))
+            None if worker is None else ASYNC_COMMIT,  # final events wait for durability
+        ]
+        name = _APPEND
+        if snapshot or only_if_worker is not None:
+            params.append(encode(V1_0.dump_task(folded)))
+            name = _APPEND_SNAPSHOT
+            if only_if_worker is not None:
+                params.append(only_if_worker)
+                name = _APPEND_SNAPSHOT_IF_WORKER
+        return bool(self._db.execute_prepared(name, params))
 
     def get_task(self, task_id: str, *, principal: str | None) -> StoredTask | None:
         with self._lock:
