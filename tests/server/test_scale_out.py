@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 import uuid
@@ -46,9 +47,10 @@ from tests.support.postgres import Cluster
 
 ROOT = Path(__file__).parents[2]
 WAIT = 10.0  # cross-process effects: generous bounds, never asserted as durations
-#: Short leases so a killed worker is noticed within ~1.5 s.
-HEARTBEAT = 0.2
-LEASE = 1.0
+#: Short leases so a killed worker is noticed within ~3.5 s, yet long enough that a live
+#: worker's beat is never that late on a loaded 2-core CI box (else its tasks are failed).
+HEARTBEAT = 0.25
+LEASE = 3.0
 CHUNKS = 40
 LATE = 0.1
 
@@ -57,7 +59,7 @@ LATE = 0.1
 
 
 class ScaleAgent(AgentExecutor):
-    """Logs every execution (``exec <message id> <task id>``) and cancel to ``log``.
+    """Logs every execution (``exec <message id> <task id> <pid>``) and cancel to ``log``.
 
     ``slow`` streams CHUNKS chunks ``c<i>;`` 25 ms apart; ``wait`` works until canceled;
     anything else is echoed, after LATE seconds before creating the task and LATE more
@@ -73,7 +75,7 @@ class ScaleAgent(AgentExecutor):
             out.write(" ".join(words) + "\n")
 
     def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
-        self._write("exec", context.message.message_id, context.task_id)
+        self._write("exec", context.message.message_id, context.task_id, str(os.getpid()))
         late = context.text.endswith("late")
         if late:
             context.wait_cancelled(LATE)  # no task exists yet: a resend must wait for it
@@ -449,3 +451,88 @@ def test_eight_threads_resending_across_workers_execute_every_message_exactly_on
     with A2AClient.from_url(pair[0].url) as on_a:
         for task_id in list(sent.values())[::20]:  # every task is complete on any worker
             assert on_a.get_task(task_id).status.state is TaskState.completed
+
+
+def test_gunicorn_gthread_workers_share_the_store_and_settle_it_on_exit(
+    database: str, tmp_path: Path
+) -> None:
+    import psycopg
+
+    log = tmp_path / "gunicorn-agent.log"
+    (tmp_path / "pg_gunicorn_app.py").write_text(
+        textwrap.dedent(
+            f"""
+            from pathlib import Path
+            from a2a_sync.server import A2AApplication
+            from a2a_sync.server.stores import PostgresTaskStore
+            from tests.server.test_scale_out import HEARTBEAT, LEASE, ScaleAgent, agent_card
+
+            # Imported by each worker after the fork: one store per worker process.
+            store = PostgresTaskStore(
+                {database!r}, heartbeat_interval=HEARTBEAT, lease_timeout=LEASE
+            )
+            app = A2AApplication(agent_card(), ScaleAgent(Path({str(log)!r})), task_store=store)
+            """
+        )
+    )
+    (tmp_path / "gunicorn.conf.py").write_text(  # as docs/scale-out.md shows it
+        textwrap.dedent(
+            """
+            def worker_exit(server, worker):
+                from pg_gunicorn_app import app, store  # the worker's own (no --preload)
+                app.close(1.0)  # the "wait" agent never ends by itself
+                store.close()
+            """
+        )
+    )
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    with (tmp_path / "gunicorn.err").open("wb") as err:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                *("--worker-class", "gthread", "--workers", "2", "--threads", "40"),
+                *("--bind", f"127.0.0.1:{port}", "--graceful-timeout", "10"),
+                *("--pythonpath", str(tmp_path), "-c", str(tmp_path / "gunicorn.conf.py")),
+                "pg_gunicorn_app:app",
+            ],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while not _up(url):
+            assert process.poll() is None, (tmp_path / "gunicorn.err").read_text()[-2000:]
+            assert time.monotonic() < deadline, "gunicorn did not come up"
+            time.sleep(0.05)
+        tasks = []
+        for i in range(30):  # a new connection each time: the kernel picks the worker
+            with A2AClient.from_url(url) as client:
+                task = client.send_message(f"hello {i}")
+                assert isinstance(task, Task)
+                tasks.append(task.id)
+        pids = {row[2] for row in Worker(url, log, process, tmp_path).lines("exec")}
+        assert len(pids) == 2  # both workers ran agents
+        for task_id in tasks:  # and each task is found whichever worker answers
+            with A2AClient.from_url(url) as client:
+                assert client.get_task(task_id).status.state is TaskState.completed
+        with A2AClient.from_url(url) as client:
+            running = client.send_message("wait", return_immediately=True)
+        assert isinstance(running, Task)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+        with psycopg.connect(database) as db:
+            state = db.execute("SELECT state FROM a2a_tasks WHERE id = %s", (running.id,))
+            assert state.fetchone() == ("failed",)  # settled at shutdown, not left working
+            workers_left = db.execute(
+                "SELECT count(*) FROM a2a_workers WHERE pid = ANY(%s)", ([int(p) for p in pids],)
+            ).fetchone()
+            assert workers_left == (0,)  # each worker released its lease
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(WAIT)
