@@ -5,10 +5,10 @@ database; any worker can serve any request, so a load balancer needs no sticky s
 
 * **State** (tasks, event logs, idempotency claims, conversation owners, push configs) is
   in the database; nothing a request needs lives only in one process.
-* **Events cross processes** through ``NOTIFY a2a_events, '<seq> <task id>'``, committed
-  with the event; subscribers on other workers read the log from their last sequence
-  number (:mod:`._pg_listen`), so a stream started on one worker and resumed on another
-  sees every event once, in order.
+* **Events cross processes** through a ``NOTIFY`` on the task's channel, committed with
+  the event and carrying only its sequence number; a worker listens to the tasks it has
+  subscribers for and reads their log from where they are (:mod:`._pg_listen`), so a
+  stream started on one worker and resumed on another sees every event once, in order.
 * **Cancel requests** for an agent running on another worker travel on ``a2a_cancel``;
   the worker running the agent calls its ``cancel`` hook (see
   :meth:`~a2a_sync.server.stores.base.TaskStore.request_cancel`).
@@ -17,11 +17,16 @@ database; any worker can serve any request, so a load balancer needs no sticky s
   the others (:mod:`._pg_lease`). A worker shutting down cleanly fails its own leftovers
   at once.
 
-Cost per operation: one round trip and one transaction per append (an ``UPDATE`` of the
-snapshot, the ``INSERT`` of the event and the ``NOTIFY`` in one statement, guarded by the
-expected sequence number; a cached snapshot makes the fold local, and a stale cache costs
-one retry). Reads go to the database (another worker may have written); a snapshot
-unchanged since this process last saw it is not transferred again.
+Cost per operation: one round trip and one transaction per append (the task's row, the
+event and the notification in one prepared statement, guarded by the expected sequence
+number: a cached snapshot makes the fold local, and a stale cache costs one retry). The
+stored snapshot is rewritten with final events and every ``SNAPSHOT_INTERVAL`` (32)
+events; reads fold the events since. Final states (and creations) are committed durably
+before the call returns; intermediate events commit without waiting for the WAL flush
+(:mod:`._pg_tasks`). Reads go to the database (another worker may have written); what
+this process has cached already is not transferred again.
+
+See ``docs/scale-out.md`` for deployment, pool sizing and lease settings.
 
 The schema is created on first use and migrated by version (:mod:`._pg_schema`).
 """
@@ -35,12 +40,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Final
 
-import attrs
 import psycopg
 
 from ..._accumulate import accumulate
-from ..._codec import V1_0
-from ..._jsonrpc import decode_json, encode
 from ...errors import (
     ConfigurationError,
     InternalError,
@@ -60,12 +62,23 @@ from ...types import (
     TaskStatusUpdateEvent,
 )
 from ..events import DEFAULT_SUBSCRIBER_BUFFER, LogEntry, Subscription
-from ._pg_claims import CLAIM_STATEMENTS, Claims
-from ._pg_db import Database, Param
+from ._pg_claims import Claims
+from ._pg_db import Database
 from ._pg_lease import Lease
-from ._pg_listen import CANCEL_CHANNEL, Listener, Router, event_payload, task_channel
+from ._pg_listen import CANCEL_CHANNEL, Listener, Router
 from ._pg_push import PushConfigs
 from ._pg_schema import migrate
+from ._pg_tasks import (
+    PENDING,
+    SNAPSHOT_INTERVAL,
+    STATEMENTS,
+    Record,
+    Row,
+    TaskRows,
+    fold,
+    load_event,
+    load_task,
+)
 from .base import (
     DEFAULT_PAGE_SIZE,
     PageToken,
@@ -75,7 +88,6 @@ from .base import (
     check_open,
     is_final,
     micros_of,
-    status_time,
 )
 
 __all__ = [
@@ -109,104 +121,14 @@ DEFAULT_CACHE_SIZE: Final = 4096
 #: How long close() waits for the listener and heartbeat threads.
 CLOSE_TIMEOUT: Final = 5.0
 
-#: ``synchronous_commit`` of appends that are not final (and of claims): they return
-#: before their WAL is flushed to disk. The next durable commit (a task's creation, a
-#: final state) flushes them too, WAL being written in order, so a crash can only lose a
-#: suffix of a running task's events (its agent died with the crash anyway), never leave
-#: a gap, and never lose what a client was told is done. The SQLite store makes the same
-#: promise.
-ASYNC_COMMIT: Final = "off"
-#: The stored snapshot is rewritten with every final event and at least every this many
-#: events; between, appends only insert the event. Streaming a long artifact then costs an
-#: insert per chunk, not a rewrite of the ever larger task; reads fold at most this many.
-SNAPSHOT_INTERVAL: Final = 32
-
 _APPEND_ATTEMPTS: Final = 64  # races lost in a row before giving up (each one means progress)
 _ORPHAN_NOTE: Final = "The worker running this task stopped; its agent is gone."
 _SHUTDOWN_NOTE: Final = "The server shut down while this task was running."
 
-# Prepared on every pooled connection (see _pg_db): the statements of every request.
-_CREATE: Final = "a2a_create"
-_APPEND: Final = "a2a_append"
-_APPEND_SNAPSHOT: Final = "a2a_append_snapshot"
-_APPEND_SNAPSHOT_IF_WORKER: Final = "a2a_append_snapshot_if_worker"
-# An append: the task's row, the event and the notification in one statement (one round
-# trip, one transaction), applied only if the task is still at the sequence number the
-# event was folded onto ($3 - 1). Three forms: without the snapshot (the log has the
-# event), with it, and with it while the task is still run by a given worker (orphans).
-# $9 'off' commits without waiting for the WAL flush (intermediate events: see
-# ASYNC_COMMIT); NULL keeps the server's synchronous_commit.
-_APPEND_SQL: Final = (
-    "WITH t AS (UPDATE a2a_tasks SET state = $1::text, status_micros = $2::bigint,"
-    " seq = $3::integer, worker = $4::text{snapshot}"
-    " WHERE id = $5::text AND seq = $3::integer - 1{condition} RETURNING id),"
-    " e AS (INSERT INTO a2a_events (task_id, seq, event) SELECT id, $3::integer, $6::bytea"
-    " FROM t RETURNING task_id)"
-    " SELECT pg_notify($7::text, $8::text), set_config('synchronous_commit',"
-    " coalesce($9::text, current_setting('synchronous_commit')), true) FROM e"
-)
-_SNAPSHOT: Final = ", snapshot = $10::bytea, snapshot_seq = $3::integer"
-STATEMENTS: Final = {
-    _CREATE: (
-        "WITH t AS (INSERT INTO a2a_tasks (id, principal, context_id, state, status_micros,"
-        " seq, worker, snapshot, snapshot_seq) VALUES ($1::text, $2::text, $3::text,"
-        " $4::text, $5::bigint, 1, $6::text, $7::bytea, 1) ON CONFLICT (id) DO NOTHING"
-        " RETURNING id),"
-        " e AS (INSERT INTO a2a_events (task_id, seq, event) SELECT id, 1, $8::bytea FROM t"
-        " RETURNING task_id)"
-        " SELECT pg_notify($9::text, $10::text) FROM e"
-    ),
-    _APPEND: _APPEND_SQL.format(snapshot="", condition=""),
-    _APPEND_SNAPSHOT: _APPEND_SQL.format(snapshot=_SNAPSHOT, condition=""),
-    _APPEND_SNAPSHOT_IF_WORKER: _APPEND_SQL.format(
-        snapshot=_SNAPSHOT, condition=" AND worker = $11::text"
-    ),
-    **CLAIM_STATEMENTS,
-}
-# A task as of now, given the seq of the copy cached here (-1: none): the stored snapshot
-# only if the cached copy is older, then the events to fold onto whichever is newer.
-_FETCH: Final = (
-    "SELECT t.seq, t.principal, t.worker, t.snapshot_seq,"
-    " CASE WHEN t.snapshot_seq <= %(have)s THEN NULL ELSE t.snapshot END,"
-    " CASE WHEN t.seq <= %(have)s THEN NULL ELSE (SELECT array_agg(e.event ORDER BY e.seq)"
-    " FROM a2a_events e WHERE e.task_id = t.id AND e.seq > greatest(t.snapshot_seq, %(have)s))"
-    " END FROM a2a_tasks t WHERE t.id = %(id)s"
-)
-# ListTasks: snapshots and the events not folded into them yet.
-_PENDING: Final = (
-    "CASE WHEN seq = snapshot_seq THEN NULL ELSE (SELECT array_agg(e.event ORDER BY e.seq)"
-    " FROM a2a_events e WHERE e.task_id = a2a_tasks.id AND e.seq > a2a_tasks.snapshot_seq) END"
-)
-_EVENTS: Final = "SELECT seq, event FROM a2a_events WHERE task_id = %s AND seq > %s ORDER BY seq"
 _RUN_ELSEWHERE: Final = (
     "SELECT 1 FROM a2a_tasks t JOIN a2a_workers w ON w.id = t.worker"
     " WHERE t.id = %s AND t.worker <> %s AND w.heartbeat >= now() - make_interval(secs => %s)"
 )
-
-
-class _Record:
-    """A cached task: ``state`` is ``(task, seq)``, replaced as one tuple; ``lock`` orders
-    this process's appends to the task; ``stored_seq`` is where the stored snapshot was
-    known to be (never ahead of it)."""
-
-    __slots__ = ("lock", "principal", "state", "stored_seq")
-
-    def __init__(self, task: Task, seq: int, principal: str, stored_seq: int) -> None:
-        self.state = (task, seq)
-        self.principal = principal
-        self.stored_seq = stored_seq
-        self.lock = threading.Lock()
-
-
-@attrs.frozen
-class _Row:
-    """A task read from the database (folded up to ``seq``)."""
-
-    task: Task
-    seq: int
-    principal: str
-    worker: str | None
-    stored_seq: int
 
 
 class PostgresTaskStore(TaskStore):
@@ -256,7 +178,7 @@ class PostgresTaskStore(TaskStore):
         self._cache_size = cache_size
         self._lock = threading.Lock()
         self._closed = False
-        self._cache: collections.OrderedDict[str, _Record] = collections.OrderedDict()
+        self._cache: collections.OrderedDict[str, Record] = collections.OrderedDict()
         self._cancel_listeners: list[Callable[[str], None]] = []
         self._listener: Listener | None = None
         self._router = Router(buffer=subscriber_buffer, on_change=self._followed_changed)
@@ -270,6 +192,7 @@ class PostgresTaskStore(TaskStore):
             prepared=STATEMENTS,
         )
         self._query = self._db.query
+        self._rows = TaskRows(self._db, self.worker_id)
         self._push = PushConfigs(self._query, cache_size=cache_size)
         self._claims = Claims(
             self._db,
@@ -282,7 +205,7 @@ class PostgresTaskStore(TaskStore):
             self._listener = Listener(
                 self._db.connect,
                 self._router,
-                _load_event,
+                load_event,
                 worker_id=self.worker_id,
                 on_cancel=self._on_cancel_request,
                 on_push_change=self._push.forget,
@@ -314,25 +237,10 @@ class PostgresTaskStore(TaskStore):
 
     def create_task(self, task: Task, *, principal: str) -> StoredTask:
         self._check_open()
-        snapshot = encode(V1_0.dump_task(task))
-        created = self._db.execute_prepared(
-            _CREATE,
-            (
-                task.id,
-                principal,
-                task.context_id,
-                task.status.state.value,
-                micros_of(status_time(task)),
-                None if is_final(task) else self.worker_id,
-                snapshot,
-                b'{"task":' + snapshot + b"}",  # the StreamResponse form of the Task
-                task_channel(task.id),
-                event_payload(1, self.worker_id, task.id),
-            ),
-        )
+        created = self._rows.create(task, principal, None if is_final(task) else self.worker_id)
         if not created:
             raise ConfigurationError(f"task {task.id!r} exists already")
-        self._remember(task.id, _Row(task, 1, principal, None, 1))
+        self._remember(task.id, Row(task, 1, principal, None, 1))
         self._router.publish(task.id, 1, task)
         return StoredTask(task, 1, principal)
 
@@ -358,7 +266,7 @@ class PostgresTaskStore(TaskStore):
                 final = is_final(event)
                 snapshot = final or new_seq - record.stored_seq >= SNAPSHOT_INTERVAL
                 worker = None if final else self.worker_id
-                if self._write(folded, event, seq=new_seq, worker=worker, snapshot=snapshot):
+                if self._rows.write(folded, event, seq=new_seq, worker=worker, snapshot=snapshot):
                     record.state = (folded, new_seq)
                     if snapshot:
                         record.stored_seq = new_seq
@@ -369,49 +277,17 @@ class PostgresTaskStore(TaskStore):
                     raise TaskNotFound()
         raise InternalError("task store: the task changed too often to append to it")
 
-    def _write(
-        self,
-        folded: Task,
-        event: StreamEvent,
-        *,
-        seq: int,
-        worker: str | None,
-        snapshot: bool,
-        only_if_worker: str | None = None,
-    ) -> bool:
-        """Run one conditional append statement; True when it appended."""
-        params: list[Param] = [
-            folded.status.state.value,
-            micros_of(status_time(folded)),
-            seq,
-            worker,
-            folded.id,
-            encode(V1_0.dump_stream_event(event)),
-            task_channel(folded.id),
-            event_payload(seq, self.worker_id, folded.id),
-            None if worker is None else ASYNC_COMMIT,  # final events wait for durability
-        ]
-        name = _APPEND
-        if snapshot or only_if_worker is not None:
-            params.append(encode(V1_0.dump_task(folded)))
-            name = _APPEND_SNAPSHOT
-            if only_if_worker is not None:
-                params.append(only_if_worker)
-                name = _APPEND_SNAPSHOT_IF_WORKER
-        return bool(self._db.execute_prepared(name, params))
-
     def get_task(self, task_id: str, *, principal: str | None) -> StoredTask | None:
         with self._lock:
             record = self._cache.get(task_id)
-        row = self._fetch(task_id, record.state if record is not None else None)
+        row = self._rows.fetch(task_id, record.state if record is not None else None)
         if row is None or (principal is not None and row.principal != principal):
             return None
         self._remember(task_id, row)
         return StoredTask(row.task, row.seq, row.principal)
 
     def events_after(self, task_id: str, after_seq: int) -> list[LogEntry]:
-        rows = self._query(_EVENTS, (task_id, after_seq), binary=True)
-        return [(seq, _load_event(blob)) for seq, blob in rows]
+        return self._rows.events_after(task_id, after_seq)
 
     def subscribe(self, task_id: str, *, after_seq: int) -> Subscription:
         return self._router.subscribe(task_id, after_seq, self.events_after)
@@ -436,12 +312,12 @@ class PostgresTaskStore(TaskStore):
             args += [token.micros, token.task_id]
         size = params.page_size or DEFAULT_PAGE_SIZE
         rows = self._query(
-            f"SELECT snapshot, {_PENDING} FROM a2a_tasks WHERE {' AND '.join(where)}"  # noqa: S608
+            f"SELECT snapshot, {PENDING} FROM a2a_tasks WHERE {' AND '.join(where)}"  # noqa: S608
             " ORDER BY status_micros DESC, id DESC LIMIT %s",
             [*args, size + 1],
             binary=True,
         )
-        tasks = [_fold(_load_task(blob), pending) for blob, pending in rows[:size]]
+        tasks = [fold(load_task(blob), pending) for blob, pending in rows[:size]]
         next_token = PageToken.after(tasks[-1]).encode() if len(rows) > size else ""
         return ListTasksResult(
             tasks=tasks, next_page_token=next_token, page_size=size, total_size=total[0][0]
@@ -534,36 +410,21 @@ class PostgresTaskStore(TaskStore):
         if self._closed:
             raise InternalError("task store is closed")
 
-    def _record(self, task_id: str) -> _Record | None:
+    def _record(self, task_id: str) -> Record | None:
         """The cached record, loaded on a miss."""
         with self._lock:
             record = self._cache.get(task_id)
             if record is not None:
                 self._cache.move_to_end(task_id)
                 return record
-        row = self._fetch(task_id, None)
+        row = self._rows.fetch(task_id, None)
         return self._remember(task_id, row) if row is not None else None
 
-    def _fetch(self, task_id: str, cached: tuple[Task, int] | None) -> _Row | None:
-        """The task as stored now (one query); what is cached here is not sent again."""
-        have = cached[1] if cached is not None else -1
-        rows = self._query(_FETCH, {"have": have, "id": task_id}, binary=True)
-        if not rows:
-            return None
-        seq, principal, worker, stored_seq, blob, pending = rows[0]
-        if blob is not None:
-            task = _load_task(blob)
-        elif cached is not None and seq >= have:
-            task = cached[0]
-        else:  # the cached copy is ahead of the database (never expected): read it all
-            return self._fetch(task_id, None)
-        return _Row(_fold(task, pending), seq, principal, worker, stored_seq)
-
-    def _remember(self, task_id: str, row: _Row) -> _Record:
+    def _remember(self, task_id: str, row: Row) -> Record:
         with self._lock:
             record = self._cache.get(task_id)
             if record is None:
-                record = _Record(row.task, row.seq, row.principal, row.stored_seq)
+                record = Record(row.task, row.seq, row.principal, row.stored_seq)
                 self._cache[task_id] = record
                 if len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
@@ -572,10 +433,10 @@ class PostgresTaskStore(TaskStore):
                 record.stored_seq = max(record.stored_seq, row.stored_seq)
             return record
 
-    def _refresh(self, record: _Record, task_id: str) -> bool:
+    def _refresh(self, record: Record, task_id: str) -> bool:
         """Re-read the task; True when it changed since cached."""
         cached = record.state
-        row = self._fetch(task_id, cached)
+        row = self._rows.fetch(task_id, cached)
         if row is None or row.seq == cached[1]:
             return False
         record.state = (row.task, row.seq)
@@ -594,7 +455,7 @@ class PostgresTaskStore(TaskStore):
 
     def _settle_owned(self, task_id: str, worker: str, note: str) -> None:
         for _ in range(_APPEND_ATTEMPTS):
-            row = self._fetch(task_id, None)
+            row = self._rows.fetch(task_id, None)
             if row is None or row.worker != worker:
                 return  # gone, or no longer run by that worker
             task = row.task
@@ -608,24 +469,9 @@ class PostgresTaskStore(TaskStore):
             )
             folded = accumulate(task, event)
             seq = row.seq + 1
-            if self._write(
+            if self._rows.write(
                 folded, event, seq=seq, worker=None, snapshot=True, only_if_worker=worker
             ):
-                self._remember(task_id, _Row(folded, seq, row.principal, None, seq))
+                self._remember(task_id, Row(folded, seq, row.principal, None, seq))
                 self._router.publish(task_id, seq, event)
                 return
-
-
-def _load_task(blob: bytes) -> Task:
-    return V1_0.load_task(decode_json(blob))
-
-
-def _load_event(blob: bytes) -> StreamEvent:
-    return V1_0.load_stream_event(decode_json(blob))
-
-
-def _fold(task: Task, pending: list[bytes] | None) -> Task:
-    """``task`` with the stored events not folded into its snapshot yet."""
-    for blob in pending or ():
-        task = accumulate(task, _load_event(blob))
-    return task
