@@ -96,9 +96,14 @@ def migrate(conn: Any) -> int:
     """
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-        conn.execute("CREATE TABLE IF NOT EXISTS a2a_schema (version integer PRIMARY KEY)")
-        row = conn.execute("SELECT coalesce(max(version), 0) FROM a2a_schema").fetchone()
-        current = int(row[0])
+        # Look before creating: a role without CREATE may use a schema made by its owner.
+        found = conn.execute("SELECT to_regclass('a2a_schema') IS NOT NULL").fetchone()
+        current = 0
+        if found[0]:
+            row = conn.execute("SELECT coalesce(max(version), 0) FROM a2a_schema").fetchone()
+            current = int(row[0])
+        elif MIGRATIONS:
+            conn.execute("CREATE TABLE a2a_schema (version integer PRIMARY KEY)")
         if current > LATEST_VERSION:
             raise ConfigurationError(
                 f"the task database has schema version {current}; this a2a_sync knows "

@@ -362,3 +362,27 @@ def test_importing_the_server_does_not_import_psycopg() -> None:
     code = "import sys, a2a_sync.server, a2a_sync.server.stores; print('psycopg' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_role_without_create_privilege_uses_a_schema_made_by_its_owner(
+    postgres_dsn: str,
+) -> None:
+    PostgresTaskStore(postgres_dsn).close()  # the owner creates the schema
+    with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+        admin.execute("DROP ROLE IF EXISTS a2a_app")
+        admin.execute("CREATE ROLE a2a_app LOGIN")
+        admin.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        admin.execute(
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO a2a_app"
+        )
+    try:
+        with PostgresTaskStore(postgres_dsn.replace("user=postgres", "user=a2a_app")) as store:
+            store.create_task(new_task(), principal="")
+            run_events(store)
+            stored = store.get_task("t1", principal="")
+            assert stored is not None
+            assert stored.task.status.state is TaskState.completed
+    finally:
+        with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+            admin.execute("DROP OWNED BY a2a_app")
+            admin.execute("DROP ROLE a2a_app")
