@@ -35,6 +35,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import NoReturn
 
 import attrs
@@ -44,6 +45,7 @@ __all__ = [
     "Cluster",
     "PostgresUnavailable",
     "find_binaries",
+    "import_psycopg",
     "postgres_cluster",
     "postgres_dsn",
     "postgres_server",
@@ -269,11 +271,28 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 # -- pytest fixtures -------------------------------------------------------------------------
 
 
+def _under_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
 def _unavailable(reason: str) -> NoReturn:
     """Skip with ``reason``; under CI=true, fail instead (CI must run these tests)."""
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+    if _under_ci():
         pytest.fail(f"PostgreSQL tests cannot run under CI: {reason}", pytrace=False)
     pytest.skip(reason)
+
+
+def import_psycopg() -> ModuleType:
+    """``psycopg``, for test modules that need it at import time: without the ``postgres``
+    extra the module is skipped, or fails under ``CI=true``."""
+    try:
+        import psycopg
+    except ImportError:
+        reason = "psycopg is not installed: pip install 'a2a-sync[postgres]'"
+        if _under_ci():
+            pytest.fail(f"PostgreSQL tests cannot run under CI: {reason}", pytrace=False)
+        pytest.skip(reason, allow_module_level=True)
+    return psycopg
 
 
 @pytest.fixture(scope="session")
