@@ -128,8 +128,12 @@ def worker_main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--database", required=True)
     parser.add_argument("--log", type=Path, required=True)
+    parser.add_argument("--plain", action="store_true", help="serve(database=URL), defaults")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.WARNING)
+    if args.plain:
+        serve(ScaleAgent(args.log), port=args.port, card=agent_card(), database=args.database)
+        return
     store = PostgresTaskStore(args.database, heartbeat_interval=HEARTBEAT, lease_timeout=LEASE)
     try:
         serve(ScaleAgent(args.log), port=args.port, card=agent_card(), task_store=store, grace=2.0)
@@ -167,7 +171,7 @@ class Worker:
                 self.process.wait(WAIT)
 
 
-def start_workers(count: int, database: str, tmp: Path) -> list[Worker]:
+def start_workers(count: int, database: str, tmp: Path, *extra: str) -> list[Worker]:
     workers = []
     for _ in range(count):
         port = _free_port()
@@ -179,6 +183,7 @@ def start_workers(count: int, database: str, tmp: Path) -> list[Worker]:
                     "-c",
                     "from tests.server.test_scale_out import worker_main; worker_main()",
                     *("--port", str(port), "--database", database, "--log", str(log)),
+                    *extra,
                 ],
                 cwd=ROOT,
                 stdin=subprocess.DEVNULL,
@@ -536,3 +541,30 @@ def test_gunicorn_gthread_workers_share_the_store_and_settle_it_on_exit(
         if process.poll() is None:
             process.kill()
             process.wait(WAIT)
+
+
+def test_serve_with_a_postgresql_url_opens_the_store_and_closes_it_when_stopped(
+    database: str, tmp_path: Path
+) -> None:
+    import psycopg
+
+    (worker,) = start_workers(1, database, tmp_path, "--plain")
+    try:
+        with A2AClient.from_url(worker.url) as client:
+            task = client.send_message("hello")
+        assert isinstance(task, Task)
+        with psycopg.connect(database) as db:
+            registered = db.execute(
+                "SELECT count(*) FROM a2a_workers WHERE pid = %s", (worker.process.pid,)
+            ).fetchone()
+            assert registered == (1,)  # serve opened a PostgreSQL store for the URL
+            worker.process.send_signal(signal.SIGTERM)
+            assert worker.process.wait(WAIT) == 0
+            left = db.execute(
+                "SELECT count(*) FROM a2a_workers WHERE pid = %s", (worker.process.pid,)
+            ).fetchone()
+            assert left == (0,)  # and closed it on the way out (lease released)
+            state = db.execute("SELECT state FROM a2a_tasks WHERE id = %s", (task.id,)).fetchone()
+            assert state == ("completed",)
+    finally:
+        worker.stop()

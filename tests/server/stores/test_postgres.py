@@ -13,12 +13,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from a2a_sync._accumulate import accumulate
 from a2a_sync.errors import ConfigurationError, InternalError, UnsupportedOperation
+from a2a_sync.server.serving import open_task_store
+from a2a_sync.server.stores import SQLiteTaskStore
 from a2a_sync.types import ListTasksParams, PushNotificationConfig, TaskState, TaskStatusUpdateEvent
 from tests.server.stores.test_stores import WAIT, chunk, new_task, run_events, status
 from tests.support.postgres import import_psycopg
@@ -389,3 +392,27 @@ def test_a_role_without_create_privilege_uses_a_schema_made_by_its_owner(
         with psycopg.connect(postgres_dsn, autocommit=True) as admin:
             admin.execute("DROP OWNED BY a2a_app")
             admin.execute("DROP ROLE a2a_app")
+
+
+def test_serve_opens_a_postgresql_store_for_a_postgresql_url(
+    postgres_server: Any, postgres_dsn: str, tmp_path: Path
+) -> None:
+    name = postgres_dsn.rsplit("dbname=", 1)[1]
+    store = open_task_store(postgres_server.url(name))
+    try:
+        assert isinstance(store, PostgresTaskStore)
+    finally:
+        store.close()
+    sqlite = open_task_store(str(tmp_path / "tasks.sqlite3"))
+    try:
+        assert isinstance(sqlite, SQLiteTaskStore)
+    finally:
+        sqlite.close()
+
+
+def test_a_postgresql_url_without_psycopg_is_a_configuration_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "a2a_sync.server.stores.postgres", None)  # not importable
+    with pytest.raises(ConfigurationError):
+        open_task_store("postgresql://nobody@127.0.0.1:1/none")
