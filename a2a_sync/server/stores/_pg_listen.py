@@ -31,6 +31,7 @@ store's caches are dropped (``on_reconnect``).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import logging
@@ -198,6 +199,7 @@ class Listener:
         self._reader: psycopg.Connection[Any] | None = None
         self._listening: dict[str, str] = {}  # task id -> channel LISTENed to
         self._dirty = True  # the followed tasks may differ from those LISTENed to
+        self._received: collections.deque[psycopg.Notify] = collections.deque()
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -236,6 +238,9 @@ class Listener:
 
     def _connect(self) -> None:
         listen = self._connect_db()
+        # Notifications that arrive while a LISTEN/UNLISTEN runs are handed to handlers by
+        # psycopg; those arriving between commands are read off libpq in _drain().
+        listen.add_notify_handler(self._received.append)
         try:
             for channel in (CANCEL_CHANNEL, PUSH_CHANNEL):
                 listen.execute(f'LISTEN "{channel}"')
@@ -292,8 +297,7 @@ class Listener:
             if self._dirty:
                 self._dirty = False  # before reading the router: a later change re-marks it
                 self._follow()
-            for note in listen.notifies(timeout=0):  # drain what arrived (and the backlog)
-                self._dispatch(note.channel, note.payload)
+            self._drain(listen)
             ready, _, _ = select.select([listen.fileno(), self._wake_r], [], [], LISTEN_STEP)
             if self._wake_r in ready:
                 with contextlib.suppress(BlockingIOError):
@@ -314,6 +318,17 @@ class Listener:
             self._listening[task_id] = channel
         for task_id in fresh:
             self._catch_up(task_id, followed[task_id])
+
+    def _drain(self, listen: psycopg.Connection[Any]) -> None:
+        """Dispatch every notification received so far (reads the socket, never blocks)."""
+        received = self._received
+        while received:
+            note = received.popleft()
+            self._dispatch(note.channel, note.payload)
+        pgconn = listen.pgconn
+        pgconn.consume_input()  # raises psycopg.OperationalError when the connection broke
+        while (raw := pgconn.notifies()) is not None:
+            self._dispatch(raw.relname.decode(), raw.extra.decode())  # client_encoding UTF8
 
     def _dispatch(self, channel: str, payload: str) -> None:
         if channel == CANCEL_CHANNEL:
