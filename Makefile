@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
-EXTRAS := server,cli,signing,test,dev
+EXTRAS := server,cli,signing,postgres,test,dev
 
 .PHONY: demo test lint unit help
 

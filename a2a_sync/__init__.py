@@ -140,6 +140,7 @@ if TYPE_CHECKING:
         serve,
         serve_in_thread,
     )
+    from .server.stores import PostgresTaskStore
     from .signing import sign_card, verify_card
 
 __all__ = [
@@ -191,6 +192,7 @@ __all__ = [
     "TaskUpdater",
     "InMemoryTaskStore",
     "SQLiteTaskStore",
+    "PostgresTaskStore",
     "serve",
     "serve_in_thread",
     # MCP client (lazy; the models live in a2a_sync.mcp)
@@ -265,6 +267,7 @@ _LAZY = {
     "TaskUpdater": ".server",
     "InMemoryTaskStore": ".server",
     "SQLiteTaskStore": ".server",
+    "PostgresTaskStore": ".server.stores",
     "serve": ".server",
     "serve_in_thread": ".server",
     "MCPConnection": ".mcp",

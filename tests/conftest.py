@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["tests.support.fixtures", "tests.peers.fixtures"]
+pytest_plugins = ["tests.support.fixtures", "tests.peers.fixtures", "tests.support.postgres"]
 
 _PROXY_VARIABLES = (
     "http_proxy",

@@ -51,6 +51,7 @@ EXPECTED = {
     "TaskUpdater",
     "InMemoryTaskStore",
     "SQLiteTaskStore",
+    "PostgresTaskStore",
     "serve",
     "serve_in_thread",
     "MCPConnection",
@@ -142,6 +143,7 @@ def test_importing_the_package_does_not_import_heavy_optional_parts() -> None:
         "a2a_sync.signing",
         "a2a_sync.mcp",
         "a2a_sync.server",
+        "psycopg",
     )
     code = f"import sys, a2a_sync; print([m for m in {optional!r} if m in sys.modules])"
     out = subprocess.run(
