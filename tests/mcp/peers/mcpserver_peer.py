@@ -36,6 +36,8 @@ from pydantic import BaseModel, Field
 mcp = MCPServer("Peer", instructions="A test peer.")
 #: Tags of ``slow`` calls that were cancelled (observed through the ``cancelled`` tool).
 CANCELLED: list[str] = []
+#: Per tag, set once that ``slow`` call is cancelled (what ``cancelled(wait_for=...)`` awaits).
+_CANCEL_SEEN: dict[str, anyio.Event] = {}
 
 
 class Point(BaseModel):
@@ -88,13 +90,25 @@ async def slow(seconds: float, ctx: Context, tag: str = "") -> str:
         await anyio.sleep(seconds)
     except anyio.get_cancelled_exc_class():
         CANCELLED.append(tag)
+        _cancel_seen(tag).set()
         raise
     return "finished"
 
 
+def _cancel_seen(tag: str) -> anyio.Event:
+    if tag not in _CANCEL_SEEN:
+        _CANCEL_SEEN[tag] = anyio.Event()
+    return _CANCEL_SEEN[tag]
+
+
 @mcp.tool()
-def cancelled() -> list[str]:
-    """Tags of the slow calls that were cancelled so far."""
+async def cancelled(wait_for: str = "", timeout: float = 0.0) -> list[str]:
+    """Tags of the slow calls that were cancelled so far. With ``wait_for``, first wait up
+    to ``timeout`` seconds for the call with that tag to be cancelled: the server learns of
+    a cancel asynchronously, and this spares the client a polling loop."""
+    if wait_for:
+        with anyio.move_on_after(timeout):
+            await _cancel_seen(wait_for).wait()
     return list(CANCELLED)
 
 
