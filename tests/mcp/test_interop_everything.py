@@ -1,8 +1,21 @@
-"""Interop with ``@modelcontextprotocol/server-everything`` 2026.8.31 over stdio (legacy era).
+"""Interop with ``@modelcontextprotocol/server-everything`` 2026.8.31, over stdio and HTTP.
 
-Needs ``npm ci`` at the repository top (installs ``node_modules/.bin/mcp-server-everything``).
-Every tool it offers is called; the task-augmented ``simulate-research-query`` (experimental
-tasks, not supported by this client) must come back as an error result.
+The server speaks the legacy era only (TypeScript SDK 1.32), so auto-detection falls back
+to it on both ways in (the connection fixture ``everything`` is parametrized over them, one
+module-scoped connection per way):
+
+* ``stdio``: the server as a subprocess.
+* ``streamable-http``: a session; SSE answers that start with a priming event; server
+  requests (sampling, elicitation, roots) on the POST's stream, and what is unrelated to a
+  request (the roots request after start-up, resource updates, simulated logs) on the GET
+  stream. After a session ends it answers 400 "No valid session ID provided" (not 404).
+
+Every tool it offers is called over both; the task-augmented ``simulate-research-query``
+(experimental tasks, not supported by this client) must come back as an error result. A
+test whose feature exists on one way only is parametrized over that way (``over(...)``),
+never skipped. The HTTP session scenarios stay at the end of this module rather than in one
+of their own: they reuse the server this module already runs (no second start-up of node).
+Needs ``npm ci`` at the repository top.
 """
 
 from __future__ import annotations
@@ -10,11 +23,13 @@ from __future__ import annotations
 import json
 import queue
 import shutil
+import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
+import requests
 
 from a2a_sync.mcp import (
     ERA_CACHE,
@@ -36,23 +51,39 @@ from a2a_sync.mcp import (
     TextResourceContents,
 )
 
+from .peers.launch import EVERYTHING, everything_http
+
 pytestmark = pytest.mark.peer
 
-SERVER = Path(__file__).parents[2] / "node_modules" / ".bin" / "mcp-server-everything"
-
-if not SERVER.exists() or shutil.which("node") is None:
+if not EVERYTHING.exists() or shutil.which("node") is None:
     pytest.skip(
         "server-everything not installed (run `npm ci` at the repo top)", allow_module_level=True
     )
 
+WAYS = ("stdio", "streamable-http")
+DOC = "demo://resource/static/document/architecture.md"
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+def over(*ways: str) -> pytest.MarkDecorator:
+    """Run a test only over ``ways``: the ones where its feature exists."""
+    return pytest.mark.parametrize("everything", ways, indirect=True)
+
 
 class Events:
+    """Callbacks that record what the server sent or asked, and answer from a script."""
+
     def __init__(self) -> None:
         self.sampling: list[CreateMessageRequest] = []
         self.elicitations: list[ElicitRequest] = []
         self.logs: queue.Queue[LoggingMessage] = queue.Queue()
         self.updates: queue.Queue[str] = queue.Queue()
         self.changed: queue.Queue[str] = queue.Queue()
+        self.roots_asked = threading.Event()
+
+    def roots(self) -> list[Root]:
+        self.roots_asked.set()
+        return [Root(uri="file:///work", name="work")]
 
     def sample(self, request: CreateMessageRequest) -> CreateMessageResult:
         self.sampling.append(request)
@@ -64,42 +95,80 @@ class Events:
             return ElicitResult.accept()
         return ElicitResult.accept({"name": "Ada Lovelace", "check": True})
 
+    def drain(self) -> None:
+        for q in (self.logs, self.updates):
+            while not q.empty():
+                q.get_nowait()
+
+    def callbacks(self) -> dict[str, Any]:
+        """The connection options that route the server's messages here."""
+        return {
+            "sampling_callback": self.sample,
+            "elicitation_callback": self.elicit,
+            "roots_callback": self.roots,
+            "logging_callback": self.logs.put,
+            "resource_updated_callback": self.updates.put,
+            "list_changed_callback": self.changed.put,
+        }
+
+
+@attrs.frozen
+class Everything:
+    """A connection to server-everything, the events it produced, and the way in."""
+
+    conn: MCPConnection
+    events: Events
+    way: str
+
 
 @pytest.fixture(scope="module")
-def everything() -> Iterator[tuple[MCPConnection, Events]]:
+def url() -> Iterator[str]:
+    with everything_http() as mcp_url:
+        yield mcp_url
+
+
+def connect(url: str, events: Events) -> MCPConnection:
+    return MCPConnection.http(url, **events.callbacks())
+
+
+@pytest.fixture(scope="module", params=WAYS)
+def everything(request: pytest.FixtureRequest) -> Iterator[Everything]:
+    way: str = request.param
+    ERA_CACHE.clear()  # auto-detection must really probe
     events = Events()
-    conn = MCPConnection.stdio(
-        [str(SERVER)],
-        sampling_callback=events.sample,
-        elicitation_callback=events.elicit,
-        roots_callback=lambda: [Root(uri="file:///work", name="work")],
-        logging_callback=events.logs.put,
-        resource_updated_callback=events.updates.put,
-        list_changed_callback=events.changed.put,
-    )
+    if way == "stdio":
+        conn = MCPConnection.stdio([str(EVERYTHING)], **events.callbacks())
+    else:
+        conn = connect(request.getfixturevalue("url"), events)
     with conn:
-        yield conn, events
+        yield Everything(conn, events, way)
 
 
 @pytest.fixture
-def client(everything: tuple[MCPConnection, Events]) -> MCPClient:
-    return everything[0].client(timeout=15)
+def client(everything: Everything) -> MCPClient:
+    return everything.conn.client(timeout=15)
 
 
-def test_auto_detection_falls_back_to_legacy_and_is_cached(
-    everything: tuple[MCPConnection, Events],
-) -> None:
-    conn = everything[0]
+# --- both ways ---------------------------------------------------------------------------------
+
+
+def test_auto_detection_falls_back_to_legacy_and_is_cached(everything: Everything) -> None:
+    conn = everything.conn
     assert (conn.era, conn.protocol_version) == ("legacy", "2025-11-25")
     assert conn.server_info.name == "mcp-servers/everything"
     assert conn.server_info.instructions
     assert ERA_CACHE.get(conn.transport.era_key) == "legacy"
 
 
-def test_capability_dependent_tools_are_announced_and_listed(
-    client: MCPClient, everything: tuple[MCPConnection, Events]
+def test_the_roots_request_the_server_sends_on_its_own_is_answered(
+    everything: Everything,
 ) -> None:
-    assert everything[1].changed.get(timeout=5) == "tools"
+    # 350 ms after initialization the server asks for roots, outside any request (over
+    # HTTP the question comes on the GET stream, the answer goes back in a POST).
+    assert everything.events.roots_asked.wait(5)
+
+
+def test_capability_dependent_tools_are_listed(client: MCPClient) -> None:
     names = {tool.name for tool in client.list_tools()}
     assert {
         "echo",
@@ -129,9 +198,8 @@ def test_get_sum(client: MCPClient) -> None:
     assert "3.5" in client.call_tool("get-sum", {"a": 1, "b": 2.5}).text
 
 
-def test_get_env_shows_only_the_allow_listed_environment(client: MCPClient) -> None:
-    env = json.loads(client.call_tool("get-env").text)
-    assert set(env) <= {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
+def test_get_env_answers_with_the_servers_environment(client: MCPClient) -> None:
+    assert isinstance(json.loads(client.call_tool("get-env").text), dict)
 
 
 def test_annotated_message_with_image(client: MCPClient) -> None:
@@ -203,31 +271,31 @@ def test_long_running_operation_reports_progress(client: MCPClient) -> None:
     assert seen == [(1, 3), (2, 3), (3, 3)]
 
 
-def test_roots_are_answered(client: MCPClient) -> None:
+def test_roots_are_answered_mid_call(client: MCPClient) -> None:
     assert "file:///work" in client.call_tool("get-roots-list").text
 
 
-def test_sampling_request(client: MCPClient, everything: tuple[MCPConnection, Events]) -> None:
+def test_sampling_request(client: MCPClient, everything: Everything) -> None:
     result = client.call_tool("trigger-sampling-request", {"prompt": "hello", "maxTokens": 5})
     assert "the model says hi" in result.text
-    request = everything[1].sampling[-1]
+    request = everything.events.sampling[-1]
     assert request.max_tokens == 5
     assert request.system_prompt == "You are a helpful test server."
 
 
-def test_form_elicitation(client: MCPClient, everything: tuple[MCPConnection, Events]) -> None:
+def test_form_elicitation(client: MCPClient, everything: Everything) -> None:
     result = client.call_tool("trigger-elicitation-request")
     assert "Ada Lovelace" in result.text
-    request = everything[1].elicitations[-1]
+    request = everything.events.elicitations[-1]
     assert request.mode == "form"
     assert request.requested_schema is not None
     assert "name" in request.requested_schema["properties"]
 
 
-def test_url_elicitation(client: MCPClient, everything: tuple[MCPConnection, Events]) -> None:
+def test_url_elicitation(client: MCPClient, everything: Everything) -> None:
     result = client.call_tool("trigger-url-elicitation", {"url": "https://example.com/auth"})
     assert not result.is_error
-    request = everything[1].elicitations[-1]
+    request = everything.events.elicitations[-1]
     assert (request.mode, request.url) == ("url", "https://example.com/auth")
     assert request.elicitation_id
 
@@ -236,39 +304,27 @@ def test_task_augmented_tool_is_refused_as_an_error_result(client: MCPClient) ->
     assert client.call_tool("simulate-research-query", {"topic": "x"}).is_error is True
 
 
-def test_simulated_logging_respects_the_level(
-    client: MCPClient, everything: tuple[MCPConnection, Events]
-) -> None:
-    logs = everything[1].logs
+def test_simulated_logging_respects_the_level(client: MCPClient, everything: Everything) -> None:
+    # Over HTTP these messages are unrelated to any request: they come on the GET stream.
+    everything.events.drain()
     client.set_logging_level("debug")
     client.call_tool("toggle-simulated-logging")
     try:
-        message = logs.get(timeout=8)
-        assert message.level in (
-            "debug",
-            "info",
-            "notice",
-            "warning",
-            "error",
-            "critical",
-            "alert",
-            "emergency",
-        )
+        assert everything.events.logs.get(timeout=8).level in LEVELS
     finally:
         client.call_tool("toggle-simulated-logging")
 
 
-def test_resource_subscription_updates(
-    client: MCPClient, everything: tuple[MCPConnection, Events]
-) -> None:
-    uri = "demo://resource/static/document/architecture.md"
-    client.subscribe_resource(uri)
+def test_resource_subscription_updates(client: MCPClient, everything: Everything) -> None:
+    # Over HTTP the updates come on the GET stream.
+    everything.events.drain()
+    client.subscribe_resource(DOC)
     client.call_tool("toggle-subscriber-updates")
     try:
-        assert everything[1].updates.get(timeout=8) == uri
+        assert everything.events.updates.get(timeout=8) == DOC
     finally:
         client.call_tool("toggle-subscriber-updates")
-        client.unsubscribe_resource(uri)
+        client.unsubscribe_resource(DOC)
 
 
 def test_resources_and_templates(client: MCPClient) -> None:
@@ -304,3 +360,77 @@ def test_completions_for_prompts_and_templates(client: MCPClient) -> None:
 
 def test_ping(client: MCPClient) -> None:
     client.ping()
+
+
+# --- stdio only --------------------------------------------------------------------------------
+
+
+@over("stdio")
+def test_capability_dependent_tools_are_announced(everything: Everything) -> None:
+    # Over HTTP their tools/list_changed goes out while notifications/initialized is
+    # answered, to a GET stream no client can have opened yet: it is lost by design.
+    assert everything.events.changed.get(timeout=5) == "tools"
+
+
+@over("stdio")
+def test_the_server_process_sees_only_the_allow_listed_environment(client: MCPClient) -> None:
+    env = json.loads(client.call_tool("get-env").text)
+    assert set(env) <= {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
+
+
+# --- Streamable HTTP only ----------------------------------------------------------------------
+
+
+@over("streamable-http")
+def test_streamable_http_falls_back_to_legacy_with_a_session(everything: Everything) -> None:
+    assert everything.conn.transport.kind == "streamable-http"  # type: ignore[attr-defined]
+    assert everything.conn.transport.has_session  # type: ignore[attr-defined]
+
+
+def _end_session(url: str, session_id: str) -> None:
+    """DELETE the session behind the client's back (what a server restart looks like)."""
+    response = requests.delete(
+        url,
+        headers={"Mcp-Session-Id": session_id, "MCP-Protocol-Version": "2025-11-25"},
+        timeout=5,
+    )
+    assert response.ok
+
+
+def test_an_ended_session_answered_400_is_initialized_again_with_its_subscriptions(
+    url: str,
+) -> None:
+    events = Events()
+    with connect(url, events) as conn:
+        client = conn.client(timeout=15)
+        client.subscribe_resource(DOC)
+        old = conn.transport._session.id  # type: ignore[attr-defined]
+        _end_session(url, old)
+        # The next call gets 400 "No valid session ID provided": one new session, and the
+        # refused call is sent again on it.
+        assert client.call_tool("echo", {"message": "again"}).text == "Echo: again"
+        assert conn.transport._session.id not in (None, old)  # type: ignore[attr-defined]
+        # The subscription was replayed on the new session and its GET stream is open.
+        client.call_tool("toggle-subscriber-updates")
+        try:
+            assert events.updates.get(timeout=8) == DOC
+        finally:
+            client.call_tool("toggle-subscriber-updates")
+
+
+def test_close_deletes_the_session(url: str) -> None:
+    conn = connect(url, Events())
+    session_id = conn.transport._session.id  # type: ignore[attr-defined]
+    conn.close()
+    refused = requests.post(
+        url,
+        json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        headers={
+            "Mcp-Session-Id": session_id,
+            "MCP-Protocol-Version": "2025-11-25",
+            "Accept": "application/json, text/event-stream",
+        },
+        timeout=5,
+    )
+    assert refused.status_code == 400
+    assert "session" in refused.json()["error"]["message"].lower()
