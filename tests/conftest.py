@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
+
 import pytest
 
 pytest_plugins = ["tests.support.fixtures", "tests.peers.fixtures", "tests.support.postgres"]
@@ -25,3 +29,20 @@ def _no_proxy_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """A proxy configured in the environment must never capture requests to 127.0.0.1."""
     for name in _PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+
+
+#: How long a module's a2a_sync threads get to finish after its fixtures are torn down.
+_THREAD_GRACE = 5.0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_threads_left_behind() -> Iterator[None]:
+    """Every thread a2a_sync (or a test) starts is named ``a2a-sync-...`` and must be gone
+    once the module's fixtures closed what started it: "every thread can be stopped"."""
+    yield
+    deadline = time.monotonic() + _THREAD_GRACE
+    for thread in threading.enumerate():
+        if thread.name.startswith("a2a-sync") and thread is not threading.current_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
+    left = sorted(t.name for t in threading.enumerate() if t.name.startswith("a2a-sync"))
+    assert not left, f"threads left running after the module: {left}"
