@@ -7,6 +7,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
+
+# Property tests check behaviour, not speed: a loaded 2-core CI box must not fail them on
+# hypothesis' default 200 ms per-example deadline.
+settings.register_profile("a2a_sync", deadline=None, print_blob=True)
+settings.load_profile("a2a_sync")
 
 pytest_plugins = ["tests.support.fixtures", "tests.peers.fixtures", "tests.support.postgres"]
 
