@@ -12,45 +12,31 @@ import attrs
 
 from .. import _constants as C
 from .._codec import codec_for, load_card
-from .._http import HTTPResult, HTTPTransport
-from .._jsonrpc import A2A_ERRORS, IdCounter, decode_json, encode_request, result_from_response
-from .._methods import IDEMPOTENT, REVISIONS, Operation, Revision, wire_name
-from .._sse import SSEStream, StreamRequest
-from ..errors import (
-    ConfigurationError,
-    HTTPStatusError,
-    ProtocolError,
-    RPCError,
-    UnsupportedOperation,
-    excerpt,
-)
-from ..policies import ReconnectPolicy, RetryPolicy, Timeout, parse_retry_after
+from .._http import HTTPTransport
+from .._methods import REVISIONS, Operation, Revision
+from ..errors import ConfigurationError, UnsupportedOperation
+from ..policies import RetryPolicy, Timeout
 from ..types import (
     AgentCard,
     ListPushConfigsResult,
     ListTasksResult,
-    Message,
-    Part,
     PushNotificationConfig,
-    SendMessageConfiguration,
     SendResult,
     Task,
     TaskState,
 )
+from ._message import MessageInput, as_message, send_params
 from .auth import Credentials, OriginBoundCredentials, origin_of
 from .card import CardFetch, CardVerifier, fetch_card, select_interface
 from .stream import TaskStream
+from .transport import JSONRPCTransport, TimeoutArg, static_headers
 
 __all__ = ["A2AClient"]
 
 logger = logging.getLogger(__name__)
 
-_JSON_TYPES: Final = ("application/json", "application/a2a+json")
 #: Sentinel for "use the client's default" where ``None`` has a meaning of its own.
 _DEFAULT: Final[Any] = object()
-
-TimeoutArg = Timeout | float | tuple[float | None, float | None] | None
-MessageInput = str | Part | Message | Sequence[str | Part]
 
 
 class A2AClient:
@@ -123,14 +109,10 @@ class A2AClient:
         if transport is None:
             transport = HTTPTransport(timeout=timeout, retry=retry, verify=verify)
         self._transport = transport
-        self._timeout = transport.timeout if timeout is None else Timeout.coerce(timeout)
-        self._retry = retry if retry is not None and not self._owns_transport else None
-        self._stream_idle_timeout = stream_idle_timeout
-        self._threaded_streams = threaded_streams
+        default_timeout = transport.timeout if timeout is None else Timeout.coerce(timeout)
         self._card_fetch = _card_fetch
         self._card = card if card is not None else (_card_fetch.card if _card_fetch else None)
         self.extended_card: AgentCard | None = None
-        self._ids = IdCounter()
         self._codec = codec_for(revision)
         origins = (
             frozenset(origin_of(o) for o in trusted_origins)
@@ -146,14 +128,18 @@ class A2AClient:
                 f"({', '.join(sorted(origins))}); credentials are not sent there. Pass "
                 f"trusted_origins=[{self._endpoint_origin!r}] if that host is really yours."
             )
-        static = {"Content-Type": "application/json"}
-        if revision == "1.0":
-            static["A2A-Version"] = "1.0"
-        if extensions:
-            name = "A2A-Extensions" if revision == "1.0" else "X-A2A-Extensions"
-            static[name] = ",".join(extensions)
-        static.update(headers or {})
-        self._static_headers = static
+        self._rpc = JSONRPCTransport(
+            url=url,
+            revision=revision,
+            http=transport,
+            timeout=default_timeout,
+            retry=retry if retry is not None and not self._owns_transport else None,
+            headers=static_headers(revision, extensions, headers),
+            credentials=self._credentials,
+            tenant=tenant,
+            stream_idle_timeout=stream_idle_timeout,
+            threaded_streams=threaded_streams,
+        )
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -241,10 +227,7 @@ class A2AClient:
         """
         clone = copy.copy(self)
         clone._owns_transport = False
-        if timeout is not None:
-            clone._timeout = Timeout.coerce(timeout)
-        if retry is not None:
-            clone._retry = retry
+        clone._rpc = self._rpc.with_defaults(timeout=timeout, retry=retry)
         return clone
 
     # -- card -----------------------------------------------------------------------------------
@@ -315,8 +298,9 @@ class A2AClient:
             RPCError: The agent refused (typed by code, e.g. TaskNotFound).
             TransportError, HTTPStatusError, ProtocolError: See :mod:`a2a_sync.errors`.
         """
-        msg = self._message(message, task_id=task_id, context_id=context_id)
-        params = self._send_params(
+        msg = as_message(message, task_id=task_id, context_id=context_id)
+        params = send_params(
+            self._codec,
             msg,
             return_immediately=return_immediately,
             history_length=history_length,
@@ -353,8 +337,9 @@ class A2AClient:
         :class:`~a2a_sync.errors.StreamInterrupted` carrying the task id (the resilient
         client resubscribes instead).
         """
-        msg = self._message(message, task_id=task_id, context_id=context_id)
-        params = self._send_params(
+        msg = as_message(message, task_id=task_id, context_id=context_id)
+        params = send_params(
+            self._codec,
             msg,
             return_immediately=False,
             history_length=history_length,
@@ -498,64 +483,7 @@ class A2AClient:
     def __repr__(self) -> str:
         return f"<A2AClient {self.url} A2A {self.revision}>"
 
-    # -- plumbing (shared with the resilient client) ----------------------------------------------
-
-    def _message(
-        self, message: MessageInput, *, task_id: str | None, context_id: str | None
-    ) -> Message:
-        if isinstance(message, Message):
-            if task_id is None and context_id is None:
-                return message
-            return attrs.evolve(
-                message,
-                task_id=task_id if task_id is not None else message.task_id,
-                context_id=context_id if context_id is not None else message.context_id,
-            )
-        content: Sequence[str | Part] = (message,) if isinstance(message, (str, Part)) else message
-        return Message.user(*content, task_id=task_id, context_id=context_id)
-
-    def _send_params(
-        self,
-        message: Message,
-        *,
-        return_immediately: bool,
-        history_length: int | None,
-        accepted_output_modes: Sequence[str] | None,
-        push_notification_config: PushNotificationConfig | None,
-        metadata: Mapping[str, Any] | None,
-    ) -> dict[str, Any]:
-        configuration = None
-        if (
-            return_immediately
-            or history_length is not None
-            or accepted_output_modes
-            or push_notification_config is not None
-        ):
-            configuration = SendMessageConfiguration(
-                accepted_output_modes=list(accepted_output_modes or ()),
-                history_length=history_length,
-                push_notification_config=push_notification_config,
-                return_immediately=return_immediately,
-            )
-        return self._codec.dump_send_params(
-            message, configuration, metadata=dict(metadata) if metadata else None
-        )
-
-    def _headers(self) -> dict[str, str]:
-        if self._credentials is None:
-            return self._static_headers
-        return {**self._static_headers, **self._credentials.headers_for(self.url, self._card)}
-
-    def _params(self, params: dict[str, Any]) -> dict[str, Any]:
-        if self.tenant and self.revision == "1.0" and isinstance(params, dict):
-            params.setdefault("tenant", self.tenant)
-        return params
-
-    def _method(self, operation: Operation) -> str:
-        method = wire_name(operation, self.revision)
-        if method is None:
-            raise UnsupportedOperation(f"{operation.value} is not part of A2A {self.revision}")
-        return method
+    # -- calls over the JSON-RPC transport --------------------------------------------------------
 
     def _call(
         self,
@@ -565,58 +493,8 @@ class A2AClient:
         timeout: TimeoutArg,
         idempotent: bool = False,
     ) -> Any:
-        method = self._method(operation)
-        request_id = self._ids()
-        body = encode_request(method, self._params(params), request_id)
-        retried_auth = False
-        while True:
-            result = self._transport.request(
-                "POST",
-                self.url,
-                body=body,
-                headers=self._headers(),
-                idempotent=idempotent or operation in IDEMPOTENT,
-                timeout=self._timeout if timeout is None else timeout,
-                retry=self._retry,
-            )
-            if (
-                result.status == 401
-                and not retried_auth
-                and self._credentials is not None
-                and self._credentials.refresh()
-            ):
-                retried_auth = True
-                continue
-            return self._parse(result, request_id, operation)
-
-    def _parse(self, result: HTTPResult, request_id: int, operation: Operation) -> Any:
-        content_type = result.content_type
-        if result.ok:
-            envelope = decode_json(result.content, content_type=content_type)
-            return result_from_response(
-                envelope,
-                expected_id=request_id,
-                table=A2A_ERRORS,
-                # a2a-sdk's 0.3 layer answers a push-config delete without "result".
-                allow_missing_result=self.revision == "0.3"
-                and operation is Operation.DELETE_PUSH_CONFIG,
-            )
-        if content_type in _JSON_TYPES and result.content:
-            try:
-                envelope = decode_json(result.content, content_type=content_type)
-                result_from_response(envelope, expected_id=request_id, table=A2A_ERRORS)
-            except RPCError:
-                raise
-            except ProtocolError:
-                pass
-        raise HTTPStatusError(
-            f"POST {result.url} answered HTTP {result.status}"
-            + (f": {excerpt(result.content)}" if result.content else ""),
-            status_code=result.status,
-            body=result.content,
-            url=result.url,
-            retry_after=parse_retry_after(result.headers.get("Retry-After")),
-            content_type=content_type,
+        return self._rpc.call(
+            operation, params, timeout=timeout, idempotent=idempotent, card=self._card
         )
 
     def open_stream(
@@ -628,29 +506,9 @@ class A2AClient:
         reconnect: Any = None,
     ) -> TaskStream:
         """Open a streaming operation (advanced; used by the resilient client)."""
-        method = self._method(operation)
-        request_id = self._ids()
-        body = encode_request(method, self._params(params), request_id)
-        # Not marked idempotent even for SubscribeToTask: re-establishing a stream is the
-        # resilient client's job (L2, with its own budget and waits), not the transport's.
-        request = StreamRequest("POST", self.url, body=body, headers=self._headers())
-        try:
-            sse = SSEStream(
-                self._transport,
-                request,
-                timeout=timeout if timeout is not None else self._timeout,
-                idle_timeout=self._stream_idle_timeout,
-                # A dropped A2A stream is resumed by resubscribing (ResilientA2AClient),
-                # never by repeating the request at the SSE level.
-                reconnect=reconnect,
-                reconnect_policy=None if reconnect is not None else ReconnectPolicy.none(),
-                json_fallback=True,
-                threaded=self._threaded_streams,
-                retry=self._retry,
-            )
-        except HTTPStatusError as exc:
-            self._raise_rpc_error_in(exc, request_id)
-            raise
+        sse, request_id = self._rpc.open_stream(
+            operation, params, timeout=timeout, reconnect=reconnect, card=self._card
+        )
         return TaskStream(
             sse,
             request_id=request_id,
@@ -658,13 +516,3 @@ class A2AClient:
             revision=self.revision,
             fetch_task=self.get_task,
         )
-
-    def _raise_rpc_error_in(self, exc: HTTPStatusError, request_id: int) -> None:
-        if exc.content_type in _JSON_TYPES and exc.body:
-            try:
-                envelope = decode_json(exc.body)
-                result_from_response(envelope, expected_id=request_id, table=A2A_ERRORS)
-            except RPCError as rpc_error:
-                raise rpc_error from exc
-            except ProtocolError:
-                return

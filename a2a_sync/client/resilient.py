@@ -69,9 +69,11 @@ from ..types import (
     Task,
     TaskState,
 )
+from ._message import MessageInput, as_message
 from ._progress import NOT_PROCESSED_STATUSES, diff_events, resumable, settled
-from .client import A2AClient, MessageInput, TimeoutArg
+from .client import A2AClient
 from .resilient_stream import ResilientTaskStream
+from .transport import TimeoutArg
 
 __all__ = ["ResilientA2AClient", "ResilientTaskStream", "diff_events"]
 
@@ -407,7 +409,7 @@ class ResilientA2AClient:
 
         ``task_id``/``context_id`` move from ``kwargs`` into the message.
         """
-        return self._agents[0]._message(
+        return as_message(
             message, task_id=kwargs.pop("task_id", None), context_id=kwargs.pop("context_id", None)
         )
 
