@@ -64,6 +64,8 @@ PROTOCOL_HEADER: Final = "MCP-Protocol-Version"
 LAST_EVENT_ID_HEADER: Final = "Last-Event-ID"
 JSON_TYPE: Final = "application/json"
 EVENT_STREAM_TYPE: Final = "text/event-stream"
+#: What a Streamable HTTP POST (or DELETE) accepts: one JSON body or an event stream.
+ACCEPT_BOTH: Final = f"{JSON_TYPE}, {EVENT_STREAM_TYPE}"
 
 #: Headers the transports set themselves; ``headers=`` may not override them.
 _RESERVED_HEADERS: Final = frozenset(

@@ -22,7 +22,13 @@ from typing import Any, Final
 from ... import _jsonrpc
 from ...errors import A2ASyncError, excerpt
 from . import Outgoing
-from ._httpbase import PROTOCOL_HEADER, check_session_id
+from ._httpbase import (
+    EVENT_STREAM_TYPE,
+    PROTOCOL_HEADER,
+    SESSION_HEADER,
+    Endpoint,
+    check_session_id,
+)
 
 __all__ = ["LegacySession"]
 
@@ -74,6 +80,21 @@ class LegacySession:
             ProtocolError: The id is not visible ASCII.
         """
         self.id = check_session_id(value) if value is not None else None
+
+    def get_headers(self, endpoint: Endpoint, context: Outgoing | None = None) -> dict[str, str]:
+        """Headers for a ``GET`` stream on this session (the GET stream, or resuming a
+        request's response stream): the endpoint's, ``Cache-Control: no-store``, the
+        protocol version (the request's own, else the negotiated one) and the session id."""
+        headers = endpoint.headers(EVENT_STREAM_TYPE)
+        headers["Cache-Control"] = "no-store"
+        version = context.headers.get(PROTOCOL_HEADER) if context is not None else None
+        version = version or self.protocol_version
+        if version is not None:
+            headers[PROTOCOL_HEADER] = version
+        session = self.id
+        if session is not None:
+            headers[SESSION_HEADER] = session
+        return headers
 
     def remember(self, message: dict[str, Any], context: Outgoing) -> None:
         """Note a message on its way out, if a new session would need it again."""

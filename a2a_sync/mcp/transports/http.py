@@ -2,11 +2,11 @@
 
 Every client message is its own POST (``Accept: application/json, text/event-stream``).
 
-* **Requests** are POSTed by a worker thread (:class:`~._httpbase.Workers`), which reads
-  the answer — one JSON object, or an event stream carrying notifications and server
-  requests before the response — and hands every message to the session as soon as it
-  arrives. ``send`` returns at once, so the caller's own timeout and ``cancel()`` work
-  while the server thinks.
+* **Requests** are POSTed by a worker thread (:class:`~._httpbase.Workers`,
+  :class:`~._request.RequestPoster`), which reads the answer — one JSON object, or an
+  event stream carrying notifications and server requests before the response — and
+  hands every message to the session as soon as it arrives. ``send`` returns at once, so
+  the caller's own timeout and ``cancel()`` work while the server thinks.
 * **Notifications and replies** to server requests are POSTed on the caller's thread
   (the server answers 202 at once), so they reach the server in order; a reply to a
   sampling request goes out on a second pooled connection while the stream that asked
@@ -36,7 +36,8 @@ completions); a ``tools/call`` fails with ``ConnectionLost`` instead (outcome un
 the tool may have run), so the caller decides.
 
 An ``initialize`` refused with 400/404/405 is retried on the 2024-11-05 HTTP+SSE
-transport (:mod:`.legacy_sse`), and the per-process era cache remembers the endpoint.
+transport (:mod:`.legacy_sse`, through :class:`~._fallback.SSEFallback`), and the
+per-process era cache remembers the endpoint.
 
 Credentials: ``Authorization`` and custom headers go on every request, only to the
 configured origin (redirects are refused by :class:`~a2a_sync._http.HTTPTransport`);
@@ -45,7 +46,6 @@ neither they nor the session id are logged or shown in a repr.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 from collections.abc import Hashable, Mapping
@@ -53,29 +53,25 @@ from typing import Any, Final
 
 from ... import _constants as C
 from ... import _jsonrpc
-from ..._http import HTTPTransport, StreamResponse
+from ..._http import HTTPTransport
 from ..._sse_decoder import DEFAULT_MAX_EVENT_BYTES
 from ...errors import (
     A2ASyncError,
     Cancelled,
     ConnectionClosed,
-    ConnectionLost,
-    HTTPStatusError,
-    ProtocolError,
     SessionExpired,
     TransportError,
-    excerpt,
 )
 from ...policies import ReconnectPolicy, RetryPolicy, Timeout
-from .. import eras
 from . import MessageSink, Outgoing, RequestId
+from ._fallback import SSEFallback
 from ._httpbase import (
+    ACCEPT_BOTH,
     ACK_TIMEOUT,
     CONNECT_TIMEOUT,
     DEFAULT_READ_TIMEOUT,
     DELETE_TIMEOUT,
     ERROR_BODY_LIMIT,
-    EVENT_STREAM_TYPE,
     JSON_TYPE,
     PROTOCOL_HEADER,
     SESSION_HEADER,
@@ -83,53 +79,20 @@ from ._httpbase import (
     AuthSource,
     Endpoint,
     Workers,
-    decode_messages,
-    error_object,
     session_unknown,
     status_error,
 )
+from ._request import RequestPoster, new_id
 from ._session import LegacySession
-from ._streams import Exchange, Link, Listener, resume
+from ._streams import Exchange, Link, Listener
 from .legacy_sse import LegacySSETransport
 
 __all__ = ["StreamableHTTPTransport"]
 
 logger = logging.getLogger(__name__)
 
-_ACCEPT_BOTH: Final = f"{JSON_TYPE}, {EVENT_STREAM_TYPE}"
-#: Requests a broken modern stream may re-issue: they read, nothing changes on the server.
-_REISSUABLE: Final = frozenset(
-    {
-        "server/discover",
-        "tools/list",
-        "prompts/list",
-        "prompts/get",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "completion/complete",
-    }
-)
-# What became of one POST of a request.
-_DONE: Final = "done"
-_EXPIRED: Final = "expired"
-_LOST: Final = "lost"
-_FALLBACK: Final = "fallback"
-
 #: How long ``abandon`` waits for an aborted POST to get out of the way (legacy era).
 _CANCEL_ORDER_TIMEOUT: Final = 0.5
-
-_internal_ids = itertools.count(1)
-
-
-def _sse_marker(era_key: Hashable) -> Hashable:
-    """The era-cache key remembering that an endpoint speaks HTTP+SSE (cleared with it)."""
-    return ("http+sse", era_key)
-
-
-def _new_id() -> str:
-    """A JSON-RPC id for requests the transport sends itself (re-issued, replayed)."""
-    return f"a2a-sync-{next(_internal_ids)}"
 
 
 class StreamableHTTPTransport:
@@ -182,8 +145,6 @@ class StreamableHTTPTransport:
         self.name = f"MCP server at {endpoint.name}"
         open_timeout = Timeout(connect=connect_timeout, read=read_timeout, total=None)
         self._ack_timeout = Timeout(connect=connect_timeout, read=ACK_TIMEOUT, total=ACK_TIMEOUT)
-        self._connect_timeout = connect_timeout
-        self._fallback = fallback_to_sse
         self._http = HTTPTransport(
             timeout=open_timeout,
             max_response_bytes=max_response_bytes,
@@ -199,6 +160,24 @@ class StreamableHTTPTransport:
             policy=reconnect_policy or ReconnectPolicy(),
             max_event_bytes=max_event_bytes,
         )
+        self._sse = (
+            SSEFallback(
+                endpoint,
+                self._http,
+                name=self.name,
+                connect_timeout=connect_timeout,
+                max_event_bytes=max_event_bytes,
+            )
+            if fallback_to_sse
+            else None
+        )
+        self._session = LegacySession(self.name)
+        self._poster = RequestPoster(
+            self._link,
+            self._session,
+            renew=self._renew,
+            fall_back=self._fall_back if fallback_to_sse else None,
+        )
         self._workers = Workers("a2a-sync-mcp-http")
         self._sink: MessageSink | None = None
         self._delegate: LegacySSETransport | None = None
@@ -211,7 +190,6 @@ class StreamableHTTPTransport:
         self._closing = False
         self._reported = False
         self._close_done = threading.Event()
-        self._session = LegacySession(self.name)
 
     @property
     def era_key(self) -> Hashable:
@@ -237,15 +215,8 @@ class StreamableHTTPTransport:
         """Get ready to send (nothing is sent before the first message); an endpoint
         remembered as HTTP+SSE is opened that way at once."""
         self._sink = sink
-        if not self._fallback or eras.ERA_CACHE.get(_sse_marker(self.era_key)) != "legacy":
-            return
-        legacy = self._legacy()
-        try:
-            legacy.start(sink)
-        except (TransportError, HTTPStatusError, ProtocolError) as exc:
-            logger.info("%s no longer serves HTTP+SSE (%s); using Streamable HTTP", self.name, exc)
-            return
-        self._delegate = legacy
+        if self._sse is not None:
+            self._delegate = self._sse.reopen(sink)
 
     def send(self, message: dict[str, Any], context: Outgoing | None = None) -> None:
         """POST one message; a request's answer is read on a worker thread.
@@ -333,7 +304,7 @@ class StreamableHTTPTransport:
 
     def _run(self, exchange: Exchange) -> None:
         try:
-            self._exchange(exchange)
+            self._poster.run(exchange)
         except A2ASyncError as exc:
             if not exchange.stop.is_set():  # else abandoned, or closing: nobody waits
                 if isinstance(exc, TransportError):
@@ -350,119 +321,6 @@ class StreamableHTTPTransport:
         with self._lock:
             if self._exchanges.get(exchange.request_id) is exchange:
                 del self._exchanges[exchange.request_id]
-
-    def _exchange(self, exchange: Exchange) -> None:
-        renewed = reissued = False
-        while True:
-            verdict = self._post(exchange)
-            if verdict == _DONE:
-                return
-            if verdict == _EXPIRED:
-                if renewed or exchange.internal or not self._renew(exchange):
-                    again = " (again, after a new one was initialized)" if renewed else ""
-                    raise SessionExpired(f"{self.name} no longer knows the MCP session{again}")
-                renewed = True  # the server never ran the refused request: send it again
-            elif verdict == _LOST:
-                failure = exchange.failure
-                detail = f": {failure}" if failure is not None else ""
-                if reissued or exchange.method not in _REISSUABLE:
-                    raise ConnectionLost(
-                        f"the response stream of {exchange.method} from {self.name} broke "
-                        f"before the answer; the request is lost{detail}",
-                        url=self._endpoint.name,
-                    )
-                logger.info("%s: re-issuing %s with a new id%s", self.name, exchange.method, detail)
-                reissued = True
-                exchange.reissue(_new_id())
-            else:
-                self._fall_back(exchange)
-                return
-
-    def _post(self, exchange: Exchange) -> str:
-        headers = self._endpoint.headers(_ACCEPT_BOTH)
-        headers["Content-Type"] = JSON_TYPE
-        headers.update(exchange.context.headers)
-        if exchange.internal:  # a replay: this thread is renewing the session
-            state = self._session
-            session = None if exchange.method == "initialize" else state.id
-            exchange.generation = state.generation
-        else:
-            session, exchange.generation = self._session.current()
-        if session is not None and not exchange.modern:
-            headers[SESSION_HEADER] = session
-        try:
-            with exchange.sending():
-                response = self._http.open_stream(
-                    "POST",
-                    self._endpoint.url,
-                    body=exchange.body,
-                    headers=headers,
-                    timeout=self._link.open_timeout,
-                    idle_timeout=self._link.read_timeout,
-                    on_start=exchange.started,
-                )
-        except Cancelled:
-            if exchange.stop.is_set():
-                return _DONE
-            raise
-        with response:
-            return self._answer(exchange, response, session is not None)
-
-    def _answer(self, exchange: Exchange, response: StreamResponse, sent_session: bool) -> str:
-        status = response.status
-        content_type = response.content_type
-        if 200 <= status < 300 and status not in (202, 204):
-            if exchange.method == "initialize":
-                self._session.adopt(response.headers.get(SESSION_HEADER))
-            if content_type == EVENT_STREAM_TYPE:
-                if exchange.read(response, self.name):
-                    return _DONE
-                if exchange.modern:
-                    return _LOST
-                resume(self._link, exchange, lambda: self._get_headers(exchange.context))
-                return _DONE
-            if content_type == JSON_TYPE:
-                body = response.read_body(self._http.max_response_bytes)
-                for message in decode_messages(body, self.name):
-                    exchange.take(message)
-                if not exchange.answered:
-                    raise ProtocolError(
-                        f"{self.name} answered {exchange.method} with JSON that is not its "
-                        "response",
-                        excerpt=excerpt(body),
-                    )
-                return _DONE
-            body = response.read_body(ERROR_BODY_LIMIT)
-            raise ProtocolError(
-                f"{self.name} answered {exchange.method} with {content_type or 'no Content-Type'}",
-                excerpt=excerpt(body),
-            )
-        if status in (202, 204):
-            raise ProtocolError(
-                f"{self.name} accepted {exchange.method} (HTTP {status}) but sent no response"
-            )
-        body = response.read_body(ERROR_BODY_LIMIT)
-        if sent_session and session_unknown(status, body):
-            return _EXPIRED
-        error = error_object(body)
-        refused = status_error(
-            "POST",
-            self._endpoint.name,
-            status,
-            body,
-            headers=response.headers,
-            content_type=content_type,
-        )
-        fallback = self._fallback and not exchange.internal
-        if fallback and exchange.method == "initialize" and status in (400, 404, 405):
-            exchange.refusal = error or refused
-            return _FALLBACK
-        if error is None:
-            raise refused
-        # A JSON-RPC error at a 4xx/5xx status (modern servers map codes to statuses; the
-        # id may be null when the server could not read ours): the request's answer.
-        exchange.take({"jsonrpc": "2.0", "id": exchange.wire_id, "error": error})
-        return _DONE
 
     # --- session renewal ------------------------------------------------------------------------
 
@@ -481,7 +339,7 @@ class StreamableHTTPTransport:
         sink = self._sink
         assert sink is not None
         exchange = Exchange(
-            {**message, "id": _new_id()},
+            {**message, "id": new_id()},
             context,
             sink,
             self._link.max_event_bytes,
@@ -492,7 +350,7 @@ class StreamableHTTPTransport:
                 raise ConnectionClosed(f"MCP connection to {self.name} is closed")
             self._internal.add(exchange)
         try:
-            self._exchange(exchange)
+            self._poster.run(exchange)
         finally:
             with self._lock:
                 self._internal.discard(exchange)
@@ -503,7 +361,7 @@ class StreamableHTTPTransport:
     # --- notifications, replies, the GET stream, DELETE ------------------------------------------
 
     def _post_ack(self, message: dict[str, Any], context: Outgoing) -> None:
-        headers = self._endpoint.headers(_ACCEPT_BOTH)
+        headers = self._endpoint.headers(ACCEPT_BOTH)
         headers["Content-Type"] = JSON_TYPE
         headers.update(context.headers)
         session = self._session.id
@@ -539,17 +397,8 @@ class StreamableHTTPTransport:
             content_type=result.content_type,
         )
 
-    def _get_headers(self, context: Outgoing | None = None) -> dict[str, str]:
-        headers = self._endpoint.headers(EVENT_STREAM_TYPE)
-        headers["Cache-Control"] = "no-store"
-        version = context.headers.get(PROTOCOL_HEADER) if context is not None else None
-        version = version or self._session.protocol_version
-        if version is not None:
-            headers[PROTOCOL_HEADER] = version
-        session = self._session.id
-        if session is not None:
-            headers[SESSION_HEADER] = session
-        return headers
+    def _get_headers(self) -> dict[str, str]:
+        return self._session.get_headers(self._endpoint)
 
     def _listen(self) -> None:
         """Open the GET stream for server-initiated messages (replacing an old one)."""
@@ -575,7 +424,7 @@ class StreamableHTTPTransport:
         session = self._session.id
         if session is None:
             return
-        headers = self._endpoint.headers(_ACCEPT_BOTH)
+        headers = self._endpoint.headers(ACCEPT_BOTH)
         headers[SESSION_HEADER] = session
         if self._session.protocol_version is not None:
             headers[PROTOCOL_HEADER] = self._session.protocol_version
@@ -598,28 +447,13 @@ class StreamableHTTPTransport:
 
     # --- HTTP+SSE fallback -----------------------------------------------------------------------
 
-    def _legacy(self) -> LegacySSETransport:
-        return LegacySSETransport.borrowing(
-            self._endpoint,
-            self._http,
-            connect_timeout=self._connect_timeout,
-            max_event_bytes=self._link.max_event_bytes,
-        )
-
     def _fall_back(self, exchange: Exchange) -> None:
         """``initialize`` was refused with 400/404/405: try the 2024-11-05 transport; if
         the server has none either, the refusal is the answer."""
-        refusal = exchange.refusal
-        legacy = self._legacy()
-        try:
-            legacy.start(exchange.sink)
-        except (TransportError, HTTPStatusError) as exc:
-            logger.debug("%s offers no HTTP+SSE endpoint either: %s", self.name, exc)
-            if isinstance(refusal, dict):
-                exchange.take({"jsonrpc": "2.0", "id": exchange.wire_id, "error": refusal})
-                return
-            assert isinstance(refusal, A2ASyncError)
-            raise refusal from None
+        assert self._sse is not None
+        legacy = self._sse.open(exchange)
+        if legacy is None:
+            return
         with self._lock:
             closing = self._closing
             if not closing:
@@ -628,7 +462,7 @@ class StreamableHTTPTransport:
             legacy.close()
             raise ConnectionClosed(f"MCP connection to {self.name} is closed")
         logger.info("%s speaks the 2024-11-05 HTTP+SSE transport; using it", self.name)
-        eras.ERA_CACHE.put(_sse_marker(self.era_key), "legacy")
+        self._sse.remember()
         legacy.send(exchange.message, exchange.context)
 
     def _report(self, error: A2ASyncError | None) -> None:
