@@ -17,7 +17,6 @@ subclasses for protocol errors.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -28,12 +27,9 @@ import attrs
 from .._methods import Operation
 from ..errors import (
     ExtendedAgentCardNotConfigured,
-    InvalidAgentResponse,
     InvalidParams,
     MethodNotFound,
     PushNotificationNotSupported,
-    TaskCanceled,
-    TaskNotCancelable,
     TaskNotFound,
     UnsupportedOperation,
 )
@@ -45,7 +41,6 @@ from ..types import (
     ListTasksParams,
     ListTasksResult,
     Message,
-    Part,
     PushConfigParams,
     PushNotificationConfig,
     Role,
@@ -53,10 +48,8 @@ from ..types import (
     StreamEvent,
     Task,
     TaskIdParams,
-    TaskState,
-    TaskStatus,
-    TaskStatusUpdateEvent,
 )
+from .cancel import REMOTE_CANCEL_TIMEOUT, TaskCanceller  # noqa: F401 - the constant lived here
 from .context import CallContext
 from .executor import AgentExecutor, ExecuteFunction, FunctionExecutor, RequestContext
 from .pool import DEFAULT_WORKERS, WorkerPool
@@ -80,9 +73,6 @@ logger = logging.getLogger(__name__)
 #: (a2a_sync's default), so a slow agent yields a task to poll, not a client timeout.
 DEFAULT_BLOCKING_TIMEOUT: Final = 50.0
 
-#: How long CancelTask waits for the worker process running the agent (a shared store) to
-#: cancel the task before marking it canceled itself: that worker needs milliseconds.
-REMOTE_CANCEL_TIMEOUT: Final = 5.0
 #: How long close() waits for cancel requests from other workers still being handled.
 _CANCEL_JOIN: Final = 2.0
 
@@ -182,10 +172,9 @@ class DefaultRequestHandler:
         self._streaming = bool(capabilities.streaming)
         self._push_enabled = bool(capabilities.push_notifications)
         self._extended = bool(capabilities.extended_agent_card)
-        self._cancel_threads: set[threading.Thread] = set()
-        self._cancel_lock = threading.Lock()
+        self._canceller = TaskCanceller(self.store, self._runs, self.executor, self._on_event)
         # A store shared with other worker processes forwards their cancel requests here.
-        self.store.add_cancel_listener(self._on_remote_cancel)
+        self.store.add_cancel_listener(self._canceller.on_remote_cancel)
 
     # -- dispatch ----------------------------------------------------------------------------
 
@@ -351,73 +340,7 @@ class DefaultRequestHandler:
 
     def cancel_task(self, params: TaskIdParams, call: CallContext) -> Task:
         """CancelTask. Repeating it on a canceled task answers the task again."""
-        stored = self._owned(params.id, call)
-        state = stored.task.status.state
-        if state is TaskState.canceled:
-            return stored.task
-        if state.is_terminal:
-            raise TaskNotCancelable(f"task is {state.value}")
-        run = self._runs.active(params.id)
-        after = None
-        if run is None and self.store.request_cancel(params.id):
-            # The agent runs in another worker process, which calls its cancel hook.
-            deadline = time.monotonic() + REMOTE_CANCEL_TIMEOUT
-            after = follow_until(self.store, stored, deadline, _terminal)
-            if not after.task.status.state.is_terminal:
-                logger.warning("task %s: its worker did not cancel it; canceling here", params.id)
-                after = None
-        if after is None:
-            if run is None:
-                run = Run(self._context_for(stored.task, call), self.store, stored.principal)
-            self._cancel_run(run)
-            after = self.store.get_task(params.id, principal=None)
-            assert after is not None
-        if not after.task.status.state.is_terminal:
-            event = TaskStatusUpdateEvent(
-                task_id=after.task.id,
-                context_id=after.task.context_id or "",
-                status=TaskStatus.now(TaskState.canceled),
-            )
-            try:
-                after = self.store.append_event(params.id, event)
-                self._on_event(after, event)
-            except UnsupportedOperation:
-                after = self.store.get_task(params.id, principal=None) or after
-        final = after.task.status.state
-        if final is not TaskState.canceled:
-            raise TaskNotCancelable(f"task is {final.value}")
-        return after.task
-
-    def _cancel_run(self, run: Run) -> None:
-        """Flag the run canceled and call the agent's cancel hook (never raises)."""
-        run.context._cancel()
-        try:
-            self.executor.cancel(run.context, run.updater)
-        except (TaskCanceled, InvalidAgentResponse):
-            logger.debug("task %s ended while it was being canceled", run.task_id)
-        except Exception:  # the agent's cancel hook failed: log it, cancel the task anyway
-            logger.exception("task %s: agent cancel raised", run.task_id)
-
-    def _on_remote_cancel(self, task_id: str) -> None:
-        """Another worker process asks to cancel ``task_id`` (called on a store thread)."""
-        run = self._runs.active(task_id)
-        if run is None:
-            return
-        run.context._cancel()  # at once: wakes an agent in wait_cancelled()
-        # The hook may block (stopping outside work): not on the store's thread.
-        thread = threading.Thread(
-            target=self._remote_cancel, args=(run,), name="a2a-sync-remote-cancel", daemon=True
-        )
-        with self._cancel_lock:
-            self._cancel_threads.add(thread)
-        thread.start()
-
-    def _remote_cancel(self, run: Run) -> None:
-        try:
-            self._cancel_run(run)
-        finally:
-            with self._cancel_lock:
-                self._cancel_threads.discard(threading.current_thread())
+        return self._canceller.cancel(self._owned(params.id, call), call)
 
     def subscribe(self, params: TaskIdParams, call: CallContext) -> EventStream:
         """SubscribeToTask: the current task, then its events until it settles."""
@@ -516,12 +439,9 @@ class DefaultRequestHandler:
         Returns:
             True when every agent thread ended in time.
         """
-        self.store.remove_cancel_listener(self._on_remote_cancel)
+        self.store.remove_cancel_listener(self._canceller.on_remote_cancel)
         finished = self._runs.close(timeout)
-        with self._cancel_lock:
-            cancels = list(self._cancel_threads)
-        for thread in cancels:
-            thread.join(_CANCEL_JOIN)
+        self._canceller.join(_CANCEL_JOIN)
         if self._owns_store:
             self.store.close()
         return finished
@@ -534,21 +454,6 @@ class DefaultRequestHandler:
             raise TaskNotFound()
         return stored
 
-    def _context_for(self, task: Task, call: CallContext) -> RequestContext:
-        users = [m for m in task.history if m.role is Role.user]
-        message = (
-            users[-1] if users else Message(role=Role.user, parts=[Part(text="")], message_id="")
-        )
-        return RequestContext(
-            message=message,
-            task_id=task.id,
-            context_id=task.context_id or "",
-            current_task=task,
-            principal=call.principal,
-            requested_extensions=call.extensions,
-            call=call,
-        )
-
     _UNARY: Final[dict[Operation, Callable[[Any, Any, CallContext], Any]]] = {
         Operation.SEND_MESSAGE: send_message,
         Operation.GET_TASK: get_task,
@@ -560,10 +465,6 @@ class DefaultRequestHandler:
         Operation.DELETE_PUSH_CONFIG: delete_push_config,
         Operation.GET_EXTENDED_CARD: get_extended_card,
     }
-
-
-def _terminal(task: Task) -> bool:
-    return task.status.state.is_terminal
 
 
 def _bound(message: Message, task_id: str, context_id: str) -> Message:
