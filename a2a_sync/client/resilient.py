@@ -37,25 +37,10 @@ from typing import Any, Final, TypeVar
 from ..errors import (
     A2ASyncError,
     AllAgentsFailed,
-    AuthRequired,
     Cancelled,
     ConfigurationError,
-    ConnectError,
     HTTPStatusError,
-    InputRequired,
-    InvalidParams,
-    InvalidRequest,
     OutcomeUnknown,
-    ParseError,
-    ProtocolError,
-    RedirectRefused,
-    ResponseTooLarge,
-    RPCError,
-    TaskCanceled,
-    TaskError,
-    TaskFailed,
-    TaskNotFound,
-    TaskRejected,
     TaskWaitTimeout,
     TransportError,
 )
@@ -67,9 +52,9 @@ from ..types import (
     PushNotificationConfig,
     SendResult,
     Task,
-    TaskState,
 )
 from ._message import MessageInput, as_message
+from ._outcomes import outcome_unknown, should_fall_back, task_outcome
 from ._progress import NOT_PROCESSED_STATUSES, diff_events, resumable, settled
 from .client import A2AClient
 from .resilient_stream import ResilientTaskStream
@@ -83,21 +68,6 @@ T = TypeVar("T")
 
 #: How many task → agent ownerships are remembered (oldest forgotten first).
 _OWNER_MEMORY: Final = 10_000
-
-#: Errors that are intrinsic to the request or the caller: another agent would fail the
-#: same way, so they are never a reason to fall back (seed: parse, signature, input).
-_NO_FALLBACK: Final = (
-    ProtocolError,
-    ConfigurationError,
-    TaskError,
-    OutcomeUnknown,
-    InvalidParams,
-    InvalidRequest,
-    ParseError,
-    Cancelled,
-    ResponseTooLarge,
-    RedirectRefused,
-)
 
 
 class ResilientA2AClient:
@@ -255,7 +225,7 @@ class ResilientA2AClient:
         if isinstance(result, Message):
             return result
         if settled(result):
-            return _outcome(result)
+            return task_outcome(result)
         return self.wait_for_task(result.id, timeout=timeout)
 
     def stream_message(
@@ -343,7 +313,7 @@ class ResilientA2AClient:
                 logger.debug("poll of task %s failed: %s", task_id, exc)
             else:
                 if settled(task):
-                    return _outcome(task)
+                    return task_outcome(task)
             polls += 1
             remaining = deadline - self._clock()
             if remaining <= 0:
@@ -512,7 +482,7 @@ class ResilientA2AClient:
             try:
                 result = call(agent)
             except A2ASyncError as exc:
-                if send and message is not None and _outcome_unknown(exc) and not resend:
+                if send and message is not None and outcome_unknown(exc) and not resend:
                     raise OutcomeUnknown(
                         f"sending message {message.message_id} to {agent.url} failed after "
                         f"the request may have reached the agent ({exc}); it was not resent. "
@@ -520,7 +490,7 @@ class ResilientA2AClient:
                         "deduplicates by message id",
                         message_id=message.message_id,
                     ) from exc
-                if not _should_fall_back(exc, send=send, resend=resend, task_bound=task_bound):
+                if not should_fall_back(exc, send=send, resend=resend, task_bound=task_bound):
                     raise
                 logger.info("agent %s failed (%s); trying the next agent", agent.url, exc)
                 failures.append((agent.url, exc))
@@ -531,53 +501,3 @@ class ResilientA2AClient:
         if len(failures) == 1:
             raise failures[0][1]
         raise AllAgentsFailed(failures)
-
-
-def _outcome_unknown(exc: BaseException) -> bool:
-    if isinstance(exc, TransportError):
-        return exc.outcome_unknown and not isinstance(exc, Cancelled)
-    if isinstance(exc, HTTPStatusError):
-        return exc.status_code >= 500 and exc.status_code not in NOT_PROCESSED_STATUSES
-    return False
-
-
-def _should_fall_back(exc: BaseException, *, send: bool, resend: bool, task_bound: bool) -> bool:
-    """L4: could a different agent plausibly succeed where this one failed?"""
-    if isinstance(exc, _NO_FALLBACK):
-        return False
-    if isinstance(exc, TaskNotFound):
-        return task_bound  # unknown owner: the task may live on another agent
-    if isinstance(exc, ConnectError):
-        return True  # the request never left
-    if send and not resend and _outcome_unknown(exc):
-        return False
-    return isinstance(exc, (TransportError, HTTPStatusError, RPCError, AllAgentsFailed))
-
-
-def _outcome(task: Task) -> Task:
-    """Map a settled task to the seed's outcomes: completed → the task, else an error."""
-    state = task.state
-    why = task.status.message.text if task.status.message is not None else ""
-    if state is TaskState.completed:
-        return task
-    if state is TaskState.input_required:
-        raise InputRequired(
-            f"task {task.id} needs input: {why or 'the agent asked for input'}",
-            task_id=task.id,
-            prompt=why,
-            task=task,
-        )
-    if state is TaskState.auth_required:
-        raise AuthRequired(
-            f"task {task.id} requires authentication" + (f": {why}" if why else ""),
-            task_id=task.id,
-            task=task,
-        )
-    error: type[TaskError] = {
-        TaskState.failed: TaskFailed,
-        TaskState.canceled: TaskCanceled,
-        TaskState.rejected: TaskRejected,
-    }.get(state, TaskFailed)
-    raise error(
-        f"task {task.id} {state.value}" + (f": {why}" if why else ""), task_id=task.id, task=task
-    )
