@@ -6,7 +6,7 @@ import copy
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 import attrs
 
@@ -34,9 +34,6 @@ from .transport import JSONRPCTransport, TimeoutArg, static_headers
 __all__ = ["A2AClient"]
 
 logger = logging.getLogger(__name__)
-
-#: Sentinel for "use the client's default" where ``None`` has a meaning of its own.
-_DEFAULT: Final[Any] = object()
 
 
 class A2AClient:
@@ -105,11 +102,6 @@ class A2AClient:
         self.revision: Revision = revision
         self.tenant = tenant
         self._endpoint_origin = origin_of(url)
-        self._owns_transport = transport is None
-        if transport is None:
-            transport = HTTPTransport(timeout=timeout, retry=retry, verify=verify)
-        self._transport = transport
-        default_timeout = transport.timeout if timeout is None else Timeout.coerce(timeout)
         self._card_fetch = _card_fetch
         self._card = card if card is not None else (_card_fetch.card if _card_fetch else None)
         self.extended_card: AgentCard | None = None
@@ -128,13 +120,21 @@ class A2AClient:
                 f"({', '.join(sorted(origins))}); credentials are not sent there. Pass "
                 f"trusted_origins=[{self._endpoint_origin!r}] if that host is really yours."
             )
+        fixed_headers = static_headers(revision, extensions, headers)
+        # Everything that can refuse the arguments ran above: only now open a pool, so a
+        # refused client leaves no connection pool behind.
+        self._owns_transport = transport is None
+        if transport is None:
+            transport = HTTPTransport(timeout=timeout, retry=retry, verify=verify)
+        self._transport = transport
+        default_timeout = transport.timeout if timeout is None else Timeout.coerce(timeout)
         self._rpc = JSONRPCTransport(
             url=url,
             revision=revision,
             http=transport,
             timeout=default_timeout,
             retry=retry if retry is not None and not self._owns_transport else None,
-            headers=static_headers(revision, extensions, headers),
+            headers=fixed_headers,
             credentials=self._credentials,
             tenant=tenant,
             stream_idle_timeout=stream_idle_timeout,
