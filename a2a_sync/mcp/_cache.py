@@ -7,6 +7,9 @@ absent is not cached; MRTR retries are never cached. ``cacheScope`` only matters
 several authorization contexts share a cache; one connection is one context, so both
 scopes are kept. ``*/list_changed`` and ``resources/updated`` notifications evict the
 affected entries at once.
+
+:class:`Catalog` is what a connection remembers of the server between calls: this cache
+and the tools of the last ``tools/list``, both kept current by notifications.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import time
 from collections import OrderedDict
 from typing import Any, Final
 
-__all__ = ["CACHEABLE_METHODS", "MAX_TTL", "ResponseCache"]
+from . import types as t
+
+__all__ = ["CACHEABLE_METHODS", "MAX_TTL", "Catalog", "ResponseCache"]
 
 #: Longest time any entry is kept (24 h, as the official SDK caps ``ttlMs``).
 MAX_TTL: Final = 24 * 3600.0
@@ -84,3 +89,23 @@ class ResponseCache:
         """Drop everything."""
         with self._lock:
             self._entries.clear()
+
+
+class Catalog:
+    """Connection state the session's notification listener updates. Kept apart from the
+    connection so the reader thread never references the connection (the finalizer must
+    be able to collect it)."""
+
+    __slots__ = ("cache", "tools", "tools_listed")
+
+    def __init__(self, cache: bool) -> None:
+        self.cache: ResponseCache | None = ResponseCache() if cache else None
+        #: Tools by name from the last ``tools/list`` (output validation, header mirroring).
+        self.tools: dict[str, t.Tool] = {}
+        self.tools_listed = False
+
+    def on_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/tools/list_changed":
+            self.tools_listed = False
+        if self.cache is not None:
+            self.cache.on_notification(method, params)

@@ -1,7 +1,7 @@
 """``MCPConnection``: owns one transport, its session and their lifecycle.
 
 A connection is created connected: the constructor (or :meth:`MCPConnection.stdio`) starts
-the transport and negotiates the protocol era. It is used through cheap
+the transport and negotiates the protocol era (:mod:`._negotiation`). It is used through cheap
 :class:`~a2a_sync.mcp.client.MCPClient` handles (``connection.client()``), which any number
 of threads may share. ``close()`` shuts down gracefully and reports a server failure;
 ``wait()`` blocks until the server ends on its own. A connection that is garbage-collected
@@ -23,13 +23,12 @@ from ..errors import (
     ConfigurationError,
     ConnectionClosed,
     DeadlineExceeded,
-    HTTPStatusError,
-    ProtocolError,
-    RPCError,
     ServerProcessError,
 )
-from . import _cache, eras
+from . import eras
 from . import types as t
+from ._cache import Catalog
+from ._negotiation import HANDSHAKE_TIMEOUT, Negotiator, finalize
 from .session import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, Handlers, MCPSession
 from .transports import Transport
 from .transports._httpbase import CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, AuthSource, Endpoint
@@ -50,47 +49,6 @@ logger = logging.getLogger(__name__)
 
 #: Default per-operation timeout of client handles (the seed's 30 s).
 DEFAULT_TIMEOUT: Final = 30.0
-#: Timeout of the ``initialize`` handshake: servers started through npx/uvx may first
-#: install packages, so be generous (the call still fails at once if the server dies).
-HANDSHAKE_TIMEOUT: Final = 60.0
-
-
-class _Live:
-    """What the finalizer needs: the current transport and session (never the connection)."""
-
-    __slots__ = ("session", "transport")
-
-    def __init__(self, transport: Transport, session: MCPSession) -> None:
-        self.transport = transport
-        self.session = session
-
-
-class _Catalog:
-    """Connection state the session's notification listener updates. Kept apart from the
-    connection so the reader thread never references the connection (the finalizer must
-    be able to collect it)."""
-
-    __slots__ = ("cache", "tools", "tools_listed")
-
-    def __init__(self, cache: bool) -> None:
-        self.cache: _cache.ResponseCache | None = _cache.ResponseCache() if cache else None
-        #: Tools by name from the last ``tools/list`` (output validation, header mirroring).
-        self.tools: dict[str, t.Tool] = {}
-        self.tools_listed = False
-
-    def on_notification(self, method: str, params: dict[str, Any]) -> None:
-        if method == "notifications/tools/list_changed":
-            self.tools_listed = False
-        if self.cache is not None:
-            self.cache.on_notification(method, params)
-
-
-def _finalize(live: _Live) -> None:
-    logger.debug("closing unclosed MCP connection to %s", live.transport.name)
-    try:
-        live.transport.close()
-    except A2ASyncError as exc:
-        logger.debug("closing %s: %s", live.transport.name, exc)
 
 
 class MCPConnection:
@@ -152,29 +110,35 @@ class MCPConnection:
         handshake_timeout: float = HANDSHAKE_TIMEOUT,
         input_required_max_rounds: int = DEFAULT_INPUT_REQUIRED_MAX_ROUNDS,
     ) -> None:
-        self._mode, self._version = eras.parse_setting(era)
-        self._factory = transport_factory
+        mode, version = eras.parse_setting(era)
         self.timeout = timeout
-        self._handlers = Handlers(
-            sampling=sampling_callback,
-            elicitation=elicitation_callback,
-            roots=roots_callback,
-            logging=logging_callback,
-            list_changed=list_changed_callback,
-            resource_updated=resource_updated_callback,
-            notification=notification_callback,
-        )
-        self._client_info = client_info
-        self._log_level = log_level
         self.validate_output = validate_output
         self.input_required_max_rounds = input_required_max_rounds
-        self._discover_timeout = discover_timeout
-        self._handshake_timeout = handshake_timeout
-        self.catalog = _Catalog(cache)
+        self.catalog = Catalog(cache)
+        negotiator = Negotiator(
+            factory=transport_factory,
+            mode=mode,
+            version=version,
+            handlers=Handlers(
+                sampling=sampling_callback,
+                elicitation=elicitation_callback,
+                roots=roots_callback,
+                logging=logging_callback,
+                list_changed=list_changed_callback,
+                resource_updated=resource_updated_callback,
+                notification=notification_callback,
+            ),
+            client_info=client_info,
+            log_level=log_level,
+            timeout=timeout,
+            discover_timeout=discover_timeout,
+            handshake_timeout=handshake_timeout,
+            on_notification=self.catalog.on_notification,
+        )
         self._close_lock = threading.Lock()
         self._closed = False
-        self._live = self._connect()
-        self._finalizer = weakref.finalize(self, _finalize, self._live)
+        self._live = negotiator.connect()
+        self._finalizer = weakref.finalize(self, finalize, self._live)
 
     @classmethod
     def stdio(
@@ -531,108 +495,3 @@ class MCPConnection:
         state = "closed" if self.closed else "open"
         era = f"{info.era} {info.protocol_version}" if info else "negotiating"
         return f"<MCPConnection {self._live.transport.name} ({era}) {state}>"
-
-    # --- negotiation ------------------------------------------------------------------------------
-
-    def _start(self) -> _Live:
-        transport = self._factory()
-        session = MCPSession(transport, self._handlers)
-        if self._client_info is not None:
-            session.client_info = self._client_info
-        session.log_level = self._log_level
-        transport.start(session)
-        session.add_listener(self.catalog.on_notification)
-        return _Live(transport, session)
-
-    def _connect(self) -> _Live:
-        mode, version = self._mode, self._version
-        probe = mode == "auto"
-        live = self._start()
-        try:
-            if probe and eras.ERA_CACHE.get(live.transport.era_key) == "legacy":
-                mode, version, probe = "legacy", eras.LATEST_HANDSHAKE_VERSION, False
-            if mode == "legacy":
-                info = self._initialize(live.session, version)
-            elif mode == "modern":
-                info = self._discover(live.session, version, self._handshake_timeout)
-            else:
-                info, live = self._auto(live)
-        except BaseException:
-            _finalize(live)
-            raise
-        if probe:
-            eras.ERA_CACHE.put(live.transport.era_key, info.era)
-        live.session.adopt(info)
-        if (
-            info.era == "legacy"
-            and self._log_level is not None
-            and info.capabilities.logging is not None
-        ):
-            live.session.request(
-                "logging/setLevel", {"level": self._log_level}, timeout=self.timeout
-            )
-        return live
-
-    def _auto(self, live: _Live) -> tuple[t.ServerInfo, _Live]:
-        version = eras.LATEST_MODERN_VERSION
-        for _attempt in range(2):
-            try:
-                return self._discover(live.session, version, self._discover_timeout), live
-            except RPCError as exc:
-                retry_at = eras.probe_says_modern(exc)
-                if retry_at is not None and retry_at != version:
-                    version = retry_at
-                    continue
-                logger.debug(
-                    "%s answered server/discover with %s: legacy", live.transport.name, exc
-                )
-            except DeadlineExceeded:
-                logger.debug("%s did not answer server/discover: legacy", live.transport.name)
-            except ProtocolError as exc:
-                logger.debug(
-                    "%s sent an unusable discover result (%s): legacy", live.transport.name, exc
-                )
-            except HTTPStatusError as exc:
-                if not eras.http_status_says_legacy(exc):
-                    raise
-                logger.debug(
-                    "%s answered server/discover with HTTP %s: legacy",
-                    live.transport.name,
-                    exc.status_code,
-                )
-            break
-        try:
-            return self._initialize(live.session, eras.LATEST_HANDSHAKE_VERSION), live
-        except RPCError as exc:
-            if not eras.handshake_refused_as_modern(exc):
-                raise
-        # The server locked this connection into the modern era at the probe but its
-        # discover answer was no use: a fresh server process and the handshake first.
-        logger.info(
-            "%s refused initialize after the discover probe; restarting it", live.transport.name
-        )
-        _finalize(live)
-        fresh = self._start()
-        try:
-            return self._initialize(fresh.session, eras.LATEST_HANDSHAKE_VERSION), fresh
-        except BaseException:
-            _finalize(fresh)
-            raise
-
-    def _initialize(self, session: MCPSession, version: str) -> t.ServerInfo:
-        result = session.request(
-            "initialize",
-            eras.initialize_params(version, session.client_info, session.client_capabilities),
-            timeout=self._handshake_timeout,
-            operation="initialize",
-        )
-        info = eras.server_info_from_initialize(result)
-        # Adopt now so notifications/initialized already carries MCP-Protocol-Version (HTTP).
-        session.adopt(info)
-        session.notify("notifications/initialized")
-        return info
-
-    def _discover(self, session: MCPSession, version: str, timeout: float) -> t.ServerInfo:
-        meta = eras.modern_meta(version, session.client_info, session.client_capabilities)
-        pending = session.begin("server/discover", {"_meta": meta}, envelope=False)
-        return eras.server_info_from_discover(pending.wait(timeout, operation="server/discover"))
