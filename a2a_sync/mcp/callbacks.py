@@ -1,9 +1,13 @@
-"""The user callbacks of an MCP connection and how they answer the server."""
+"""The user callbacks of an MCP connection, how they answer the server, and the
+dispatcher thread they run on."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+import logging
+import queue
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
 
 import attrs
 
@@ -12,6 +16,20 @@ from . import _codec
 from . import types as t
 
 __all__ = ["Handlers"]
+
+logger = logging.getLogger(__name__)
+
+#: How long ``close()`` waits for the dispatcher to finish queued callbacks.
+DISPATCHER_JOIN_TIMEOUT: Final = 2.0
+#: How long a call with a progress callback waits for queued progress callbacks to run
+#: before returning (a callback that blocks longer only delays, never hangs, the caller).
+CALLBACK_FLUSH_TIMEOUT: Final = 5.0
+
+_LIST_CHANGED: Final[Mapping[str, str]] = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources",
+}
 
 
 @attrs.frozen
@@ -70,3 +88,107 @@ class Handlers:
         if method == "roots/list" and self.roots is not None:
             return {"roots": [_codec.unstructure(r, t.Root) for r in self.roots()]}
         raise MethodNotFound(f"client does not support {method}")
+
+    @property
+    def wants_notifications(self) -> bool:
+        """Whether any callback hears notifications (else none need dispatching)."""
+        return not (
+            self.logging is None
+            and self.list_changed is None
+            and self.resource_updated is None
+            and self.notification is None
+        )
+
+    def on_notification(self, method: str, params: dict[str, Any]) -> None:
+        """Run the callbacks a server notification is for (on the dispatcher thread).
+
+        Raises:
+            ProtocolError: A log message that does not fit :class:`~.types.LoggingMessage`
+                (and whatever a callback raises: the dispatcher logs it).
+        """
+        if method == "notifications/message" and self.logging is not None:
+            self.logging(_codec.structure(params, t.LoggingMessage, what="log message"))
+        elif method in _LIST_CHANGED and self.list_changed is not None:
+            self.list_changed(_LIST_CHANGED[method])
+        elif method == "notifications/resources/updated" and self.resource_updated is not None:
+            uri = params.get("uri")
+            if isinstance(uri, str):
+                self.resource_updated(uri)
+        if self.notification is not None:
+            self.notification(method, params)
+
+
+class Dispatcher:
+    """The named daemon thread user callbacks run on (``a2a-sync-mcp-dispatch``), one
+    at a time in the order they were submitted, so they never block the transport's
+    reader. Started on first use; after :meth:`close` it runs what is already queued
+    (late log lines) and stops.
+
+    Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # guards _thread (creation) and _closed
+        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def submit(self, work: Callable[[], None]) -> None:
+        """Queue ``work``; it runs after everything submitted before it."""
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    thread = threading.Thread(
+                        target=self._loop, name="a2a-sync-mcp-dispatch", daemon=True
+                    )
+                    thread.start()
+                    self._thread = thread
+                    if self._closed:
+                        self._queue.put(None)
+        self._queue.put(work)
+
+    def close(self) -> None:
+        """Stop the thread once the work queued so far has run (does not wait)."""
+        with self._lock:
+            self._closed = True
+            started = self._thread is not None
+        if started:
+            self._queue.put(None)
+
+    def flush(self, timeout: float = CALLBACK_FLUSH_TIMEOUT) -> None:
+        """Wait (bounded) until the work queued so far has run. No-op on the dispatcher
+        thread itself (a callback calling back into the client must not wait for itself)."""
+        thread = self._thread
+        if thread is None or thread is threading.current_thread() or not thread.is_alive():
+            return
+        done = threading.Event()
+        self._queue.put(done.set)
+        if not done.wait(timeout):
+            logger.warning("MCP callbacks still busy after %g s; not waiting longer", timeout)
+
+    def join(self, timeout: float = DISPATCHER_JOIN_TIMEOUT) -> None:
+        """Wait (bounded) for queued work to finish; call after :meth:`close`."""
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _loop(self) -> None:
+        while True:
+            work = self._queue.get()
+            if work is None:
+                # Run what is already queued (late log lines), then stop.
+                while True:
+                    try:
+                        rest = self._queue.get_nowait()
+                    except queue.Empty:
+                        return
+                    if rest is not None:
+                        _run_logged(rest)
+            _run_logged(work)
+
+
+def _run_logged(work: Callable[[], None]) -> None:
+    try:
+        work()
+    except Exception:  # top of the dispatcher thread: a callback must not kill it
+        logger.exception("MCP callback failed")

@@ -4,8 +4,8 @@
 requests, keeps a lock-guarded map of pending calls, routes every incoming message by
 ``id`` (never "the next line is my answer"), applies per-request timeouts (sending
 ``notifications/cancelled`` when one expires), stamps the era envelope on requests, and
-hands notifications and server→client requests to a named dispatcher thread so user
-callbacks never block the transport's reader.
+hands notifications and server→client requests to a named dispatcher thread
+(:class:`~.callbacks.Dispatcher`) so user callbacks never block the transport's reader.
 
 The session is shared by every handle of a connection and is thread-safe: any number of
 threads may have requests in flight at once.
@@ -14,10 +14,9 @@ threads may have requests in flight at once.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Final
 
 from .. import _jsonrpc
@@ -31,7 +30,7 @@ from ..errors import (
 )
 from . import _codec, eras
 from . import types as t
-from .callbacks import Handlers
+from .callbacks import CALLBACK_FLUSH_TIMEOUT, DISPATCHER_JOIN_TIMEOUT, Dispatcher, Handlers
 from .pending import PendingRequest, _Slot
 from .transports import Outgoing, RequestId, Transport
 
@@ -51,22 +50,11 @@ DEFAULT_INPUT_REQUIRED_MAX_ROUNDS: Final = 10
 _STATE_ONLY_BACKOFF: Final = 0.05
 #: Longest such pause.
 _STATE_ONLY_BACKOFF_MAX: Final = 0.25
-#: How long ``close()`` waits for the dispatcher to finish queued callbacks.
-_DISPATCHER_JOIN_TIMEOUT: Final = 2.0
 #: Server cancellations remembered for requests we may still be answering; a bound so a
 #: server cancelling ids it never sent cannot grow memory.
 _MAX_REMEMBERED_CANCELS: Final = 1024
-#: How long a call with a progress callback waits for queued progress callbacks to run
-#: before returning (a callback that blocks longer only delays, never hangs, the caller).
-_CALLBACK_FLUSH_TIMEOUT: Final = 5.0
 #: Methods the spec forbids cancelling.
 _UNCANCELLABLE: Final = frozenset({"initialize", "server/discover"})
-
-_LIST_CHANGED: Final[Mapping[str, str]] = {
-    "notifications/tools/list_changed": "tools",
-    "notifications/prompts/list_changed": "prompts",
-    "notifications/resources/list_changed": "resources",
-}
 
 
 class MCPSession:
@@ -100,8 +88,7 @@ class MCPSession:
         self._listeners: list[Callable[[str, dict[str, Any]], None]] = []
         self._routes: dict[RequestId, Callable[[str, dict[str, Any]], None]] = {}
         self._server_cancelled: set[RequestId] = set()
-        self._dispatch_queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._dispatcher: threading.Thread | None = None
+        self._dispatcher = Dispatcher()
         self._send = transport.send
 
     # --- era state ------------------------------------------------------------------------
@@ -395,7 +382,7 @@ class MCPSession:
             params = {}
         if "id" in message:
             request_id = message["id"]
-            self._dispatch(lambda: self._answer_request(request_id, method, params))
+            self._dispatcher.submit(lambda: self._answer_request(request_id, method, params))
             return
         self._on_notification(method, params)
 
@@ -428,8 +415,7 @@ class MCPSession:
             slot.error = err
             slot.settle()
         self._closed.set()
-        if self._dispatcher is not None:
-            self._dispatch_queue.put(None)
+        self._dispatcher.close()
 
     @property
     def closed_error(self) -> A2ASyncError | None:
@@ -440,22 +426,14 @@ class MCPSession:
         """Block until the transport reported its end; False on timeout."""
         return self._closed.wait(timeout)
 
-    def flush_callbacks(self, timeout: float = _CALLBACK_FLUSH_TIMEOUT) -> None:
+    def flush_callbacks(self, timeout: float = CALLBACK_FLUSH_TIMEOUT) -> None:
         """Wait (bounded) until callbacks queued so far have run. No-op on the dispatcher
         thread itself (a callback calling back into the client must not wait for itself)."""
-        thread = self._dispatcher
-        if thread is None or thread is threading.current_thread() or not thread.is_alive():
-            return
-        done = threading.Event()
-        self._dispatch_queue.put(done.set)
-        if not done.wait(timeout):
-            logger.warning("MCP callbacks still busy after %g s; not waiting longer", timeout)
+        self._dispatcher.flush(timeout)
 
-    def join_dispatcher(self, timeout: float = _DISPATCHER_JOIN_TIMEOUT) -> None:
+    def join_dispatcher(self, timeout: float = DISPATCHER_JOIN_TIMEOUT) -> None:
         """Wait (bounded) for queued callbacks to finish; called after close."""
-        thread = self._dispatcher
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
+        self._dispatcher.join(timeout)
 
     # --- notifications and server requests ------------------------------------------------------
 
@@ -467,7 +445,7 @@ class MCPSession:
                 slot.last_progress = time.monotonic()
                 callback = slot.progress
                 if callback is not None:
-                    self._dispatch(lambda: _run_progress(callback, params))
+                    self._dispatcher.submit(lambda: _run_progress(callback, params))
         elif method == "notifications/cancelled":
             with self._lock:
                 if len(self._server_cancelled) > _MAX_REMEMBERED_CANCELS:
@@ -481,28 +459,9 @@ class MCPSession:
             route = self._routes.get(meta.get(eras.META_SUBSCRIPTION_ID))  # type: ignore[arg-type]
             if route is not None:
                 route(method, params)
-        handlers = self.handlers
-        if (
-            handlers.logging is None
-            and handlers.list_changed is None
-            and handlers.resource_updated is None
-            and handlers.notification is None
-        ):
+        if not self.handlers.wants_notifications:
             return
-        self._dispatch(lambda: self._run_notification(method, params))
-
-    def _run_notification(self, method: str, params: dict[str, Any]) -> None:
-        handlers = self.handlers
-        if method == "notifications/message" and handlers.logging is not None:
-            handlers.logging(_codec.structure(params, t.LoggingMessage, what="log message"))
-        elif method in _LIST_CHANGED and handlers.list_changed is not None:
-            handlers.list_changed(_LIST_CHANGED[method])
-        elif method == "notifications/resources/updated" and handlers.resource_updated is not None:
-            uri = params.get("uri")
-            if isinstance(uri, str):
-                handlers.resource_updated(uri)
-        if handlers.notification is not None:
-            handlers.notification(method, params)
+        self._dispatcher.submit(lambda: self.handlers.on_notification(method, params))
 
     def _answer_request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
         try:
@@ -525,40 +484,6 @@ class MCPSession:
                 self._send(reply)
         except A2ASyncError as exc:
             logger.warning("could not answer %s to %s: %s", method, self.transport_name, exc)
-
-    def _dispatch(self, work: Callable[[], None]) -> None:
-        if self._dispatcher is None:
-            with self._lock:
-                if self._dispatcher is None:
-                    thread = threading.Thread(
-                        target=self._dispatch_loop, name="a2a-sync-mcp-dispatch", daemon=True
-                    )
-                    thread.start()
-                    self._dispatcher = thread
-                    if self._closed_error is not None:
-                        self._dispatch_queue.put(None)
-        self._dispatch_queue.put(work)
-
-    def _dispatch_loop(self) -> None:
-        while True:
-            work = self._dispatch_queue.get()
-            if work is None:
-                # Run what is already queued (late log lines), then stop.
-                while True:
-                    try:
-                        rest = self._dispatch_queue.get_nowait()
-                    except queue.Empty:
-                        return
-                    if rest is not None:
-                        _run_logged(rest)
-            _run_logged(work)
-
-
-def _run_logged(work: Callable[[], None]) -> None:
-    try:
-        work()
-    except Exception:  # top of the dispatcher thread: a callback must not kill it
-        logger.exception("MCP callback failed")
 
 
 def _run_progress(callback: Callable[[t.Progress], None], params: dict[str, Any]) -> None:
