@@ -9,7 +9,6 @@ are :mod:`a2a_sync.mcp.types` models. Modern-era calls that need input
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -18,12 +17,7 @@ from typing import Any, Final, TypeVar
 from ..errors import (
     ConfigurationError,
     DeadlineExceeded,
-    EmptyToolContent,
-    NoTextContent,
     ProtocolError,
-    ToolOutputError,
-    ToolOutputParseError,
-    excerpt,
 )
 from . import _codec, eras
 from . import types as t
@@ -31,7 +25,7 @@ from .connection import MCPConnection
 from .pending import PendingRequest
 from .session import MCPSession
 from .subscriptions import Subscription, SubscriptionEvent
-from .tool_call import ToolCall, structure_typed
+from .tool_call import ToolCall, typed_output
 
 __all__ = ["MCPClient", "Subscription", "SubscriptionEvent", "ToolCall"]
 
@@ -244,36 +238,7 @@ class MCPClient:
             (and everything :meth:`call_tool` raises)
         """
         result = self.call_tool(name, arguments, timeout=timeout, progress=progress)
-        if result.is_error:
-            raise ToolOutputError(
-                f"tool {name!r} reported an error: {excerpt(result.text)}", tool=name
-            )
-        if result.structured_content is not None:
-            data = result.structured_content
-            try:
-                return structure_typed(data, into, name, repr(data))
-            except ToolOutputParseError:
-                if isinstance(data, dict) and len(data) == 1 and "result" in data:
-                    return structure_typed(data["result"], into, name, repr(data))
-                raise
-        if not result.content:
-            raise EmptyToolContent(f"tool {name!r} returned empty content", tool=name)
-        text = next((b.text for b in result.content if isinstance(b, t.TextContent)), None)
-        if text is None:
-            kinds = [b.type for b in result.content]
-            raise NoTextContent(
-                f"tool {name!r} returned {len(kinds)} content item(s) but none were text: "
-                f"[{', '.join(kinds)}]",
-                tool=name,
-                kinds=kinds,
-            )
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ToolOutputParseError(
-                f"tool {name!r} returned text that is not JSON", tool=name, excerpt=excerpt(text)
-            ) from exc
-        return structure_typed(data, into, name, text)
+        return typed_output(result, into, name)
 
     # --- resources --------------------------------------------------------------------------------
 

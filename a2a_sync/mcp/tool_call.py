@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -10,7 +11,9 @@ import cattrs
 
 from ..errors import (
     ConfigurationError,
+    EmptyToolContent,
     HeaderMismatch,
+    NoTextContent,
     ProtocolError,
     RequestTimeout,
     RPCError,
@@ -25,7 +28,7 @@ from .pending import PendingRequest
 if TYPE_CHECKING:
     from .client import MCPClient
 
-__all__ = ["ToolCall", "structure_typed"]
+__all__ = ["ToolCall", "structure_typed", "typed_output"]
 
 logger = logging.getLogger(__name__)
 
@@ -149,6 +152,48 @@ class ToolCall:
                 + "; ".join(findings),
                 tool=self.name,
             )
+
+
+def typed_output(result: t.CallToolResult, into: type[T], name: str) -> T:
+    """The output of tool ``name`` structured into ``into``, for
+    :meth:`MCPClient.call_tool_typed <a2a_sync.mcp.client.MCPClient.call_tool_typed>`: the
+    structured content when present (a ``{"result": x}`` wrapper is unwrapped if ``into``
+    does not fit the wrapper), else the JSON in the first text block.
+
+    Raises:
+        ToolOutputError: The tool reported an error (``is_error``).
+        EmptyToolContent: No structured content and an empty content list.
+        NoTextContent: Content, but no text block (``.kinds`` lists what came).
+        ToolOutputParseError: The text is not JSON, or the JSON does not fit ``into``.
+    """
+    if result.is_error:
+        raise ToolOutputError(f"tool {name!r} reported an error: {excerpt(result.text)}", tool=name)
+    if result.structured_content is not None:
+        data = result.structured_content
+        try:
+            return structure_typed(data, into, name, repr(data))
+        except ToolOutputParseError:
+            if isinstance(data, dict) and len(data) == 1 and "result" in data:
+                return structure_typed(data["result"], into, name, repr(data))
+            raise
+    if not result.content:
+        raise EmptyToolContent(f"tool {name!r} returned empty content", tool=name)
+    text = next((b.text for b in result.content if isinstance(b, t.TextContent)), None)
+    if text is None:
+        kinds = [b.type for b in result.content]
+        raise NoTextContent(
+            f"tool {name!r} returned {len(kinds)} content item(s) but none were text: "
+            f"[{', '.join(kinds)}]",
+            tool=name,
+            kinds=kinds,
+        )
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ToolOutputParseError(
+            f"tool {name!r} returned text that is not JSON", tool=name, excerpt=excerpt(text)
+        ) from exc
+    return structure_typed(data, into, name, text)
 
 
 def structure_typed(data: Any, into: type[T], name: str, raw: str) -> T:
