@@ -25,6 +25,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import attrs
@@ -514,13 +515,24 @@ def test_gunicorn_gthread_workers_share_the_store_and_settle_it_on_exit(
             assert process.poll() is None, (tmp_path / "gunicorn.err").read_text()[-2000:]
             assert time.monotonic() < deadline, "gunicorn did not come up"
             time.sleep(0.05)
-        tasks = []
-        for i in range(30):  # a new connection each time: the kernel picks the worker
-            with A2AClient.from_url(url) as client:
+
+        def send(i: int) -> str:
+            with A2AClient.from_url(url) as client:  # a new connection each time
                 task = client.send_message(f"hello {i}")
-                assert isinstance(task, Task)
-                tasks.append(task.id)
-        pids = {row[2] for row in Worker(url, log, process, tmp_path).lines("exec")}
+            assert isinstance(task, Task)
+            return task.id
+
+        # Which worker accepts a connection is the kernel's choice: sequential requests
+        # may all land on the worker that just finished (LIFO wake-ups). Concurrent ones
+        # keep both busy; send batches until both workers have run agents (bounded).
+        tasks: list[str] = []
+        pids: set[str] = set()
+        deadline = time.monotonic() + 30
+        with ThreadPoolExecutor(8, thread_name_prefix="a2a-sync-test-sender") as pool:
+            while len(pids) < 2:
+                assert time.monotonic() < deadline, f"one worker took every request: {pids}"
+                tasks += pool.map(send, range(len(tasks), len(tasks) + 16))
+                pids = {row[2] for row in Worker(url, log, process, tmp_path).lines("exec")}
         assert len(pids) == 2  # both workers ran agents
         for task_id in tasks:  # and each task is found whichever worker answers
             with A2AClient.from_url(url) as client:
