@@ -100,6 +100,7 @@ from a2a_sync.types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
+from tests.support.faultproxy import FaultProxy
 from tests.support.fixtures import FaultProxyFactory, ScriptedServerFactory
 from tests.support.servers import (
     RecordedRequest,
@@ -308,6 +309,11 @@ def resilient(
 ) -> ResilientA2AClient:
     primary, *fallbacks = agents
     return ResilientA2AClient(primary, config, fallbacks=fallbacks, sleep=sleep or Sleeps(), **kw)
+
+
+def resilient_through(proxy: FaultProxy) -> ResilientA2AClient:
+    """A resilient client of the scripted agent behind ``proxy`` (the fault under test)."""
+    return resilient(A2AClient(proxy.url + "/", transport=HTTPTransport(timeout=CALL_TIMEOUT)))
 
 
 # -- L1: transport retry (seed ports) -------------------------------------------------------------
@@ -900,7 +906,7 @@ def test_events_backfilled_after_a_resubscribe_are_not_delivered_twice(
     agent.on("SendStreamingMessage", agent.stream(log[:4]))
     agent.on("SubscribeToTask", agent.stream(log, before=proxy.clear))
     agent.on("GetTask", agent.task(task_(TaskState.completed, artifacts=[chunks_artifact(4)])))
-    client = resilient(A2AClient(proxy.url + "/", transport=HTTPTransport(timeout=CALL_TIMEOUT)))
+    client = resilient_through(proxy)
 
     proxy.cut_after_events(3)  # the client saw the task, chunk 0 and chunk 1
     stream = client.stream_message("chunks 4")
@@ -930,7 +936,7 @@ def test_updates_a_subscription_repeats_from_its_snapshot_are_dropped(
     agent.on("SubscribeToTask", agent.stream([snapshot, *repeats, *live], before=proxy.clear))
     final = task_(TaskState.completed, artifacts=[chunks_artifact(4)])
     agent.on("GetTask", agent.task(final))
-    client = resilient(A2AClient(proxy.url + "/", transport=HTTPTransport(timeout=CALL_TIMEOUT)))
+    client = resilient_through(proxy)
 
     proxy.cut_after_events(2)
     stream = client.stream_message("chunks 4")
@@ -978,7 +984,7 @@ def test_new_updates_that_look_like_the_snapshot_are_delivered(
         artifacts=[Artifact(artifact_id="chunks", parts=[Part.from_text(t) for t in texts])],
     )
     agent.on("GetTask", agent.task(final))
-    client = resilient(A2AClient(proxy.url + "/", transport=HTTPTransport(timeout=CALL_TIMEOUT)))
+    client = resilient_through(proxy)
 
     proxy.cut_after_events(2)
     events = list(client.stream_message("abac"))
@@ -1006,7 +1012,7 @@ def test_a_repeat_no_client_can_recognise_is_corrected_from_the_stored_task(
     )
     final = task_(TaskState.completed, artifacts=[chunks_artifact(4)])
     agent.on("GetTask", agent.task(final))
-    client = resilient(A2AClient(proxy.url + "/", transport=HTTPTransport(timeout=CALL_TIMEOUT)))
+    client = resilient_through(proxy)
 
     proxy.cut_after_events(2)
     stream = client.stream_message("chunks 4")
@@ -1093,7 +1099,7 @@ def test_resubscribing_to_a_task_that_just_finished_reads_it_once(
     agent.on("SendStreamingMessage", agent.stream([task_(TaskState.working), chunk(0)]))
     agent.on("SubscribeToTask", agent.error(-32004, "task is terminal"))
     agent.on("GetTask", agent.task(final))
-    client = resilient(A2AClient(proxy.url + "/", transport=HTTPTransport(timeout=CALL_TIMEOUT)))
+    client = resilient_through(proxy)
 
     proxy.cut_after_events(2)
     stream = client.stream_message("chunks 2")
@@ -1149,7 +1155,7 @@ def test_unsupported_resubscribe_of_a_running_task_falls_back_to_polling(
         agent.task(task_(TaskState.working, artifacts=[chunks_artifact(1)])),
         agent.task(task_(TaskState.completed, artifacts=[chunks_artifact(2)])),
     )
-    client = resilient(A2AClient(proxy.url + "/", transport=HTTPTransport(timeout=CALL_TIMEOUT)))
+    client = resilient_through(proxy)
 
     proxy.cut_after_events(2)
     stream = client.stream_message("chunks 2")
