@@ -29,7 +29,7 @@ import binascii
 import json
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
@@ -161,6 +161,26 @@ class PageToken:
     def after(cls, task: Task) -> PageToken:
         """The token that continues after ``task``."""
         return cls(micros_of(status_time(task)), task.id)
+
+
+def sql_task_filters(
+    params: ListTasksParams, principal: str, placeholder: str
+) -> tuple[list[str], list[Any]]:
+    """The WHERE clauses and bound values of a ListTasks query on the ``a2a_tasks`` table
+    (shared by the SQL stores; ``placeholder`` is ``"?"`` or ``"%s"``). Only constant
+    clauses are returned; every value is a bound parameter."""
+    where = [f"principal = {placeholder}"]
+    args: list[Any] = [principal]
+    if params.context_id:
+        where.append(f"context_id = {placeholder}")
+        args.append(params.context_id)
+    if params.status is not None and params.status is not TaskState.unknown:
+        where.append(f"state = {placeholder}")
+        args.append(params.status.value)
+    if params.status_timestamp_after is not None:
+        where.append(f"status_micros > {placeholder}")
+        args.append(micros_of(params.status_timestamp_after))
+    return where, args
 
 
 def micros_of(moment: datetime) -> int:

@@ -38,7 +38,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import psycopg
 
@@ -87,7 +87,7 @@ from .base import (
     TaskStore,
     check_open,
     is_final,
-    micros_of,
+    sql_task_filters,
 )
 
 __all__ = [
@@ -293,17 +293,7 @@ class PostgresTaskStore(TaskStore):
         return self._router.subscribe(task_id, after_seq, self.events_after)
 
     def list_tasks(self, params: ListTasksParams, *, principal: str) -> ListTasksResult:
-        where = ["principal = %s"]
-        args: list[Any] = [principal]
-        if params.context_id:
-            where.append("context_id = %s")
-            args.append(params.context_id)
-        if params.status is not None and params.status is not TaskState.unknown:
-            where.append("state = %s")
-            args.append(params.status.value)
-        if params.status_timestamp_after is not None:
-            where.append("status_micros > %s")
-            args.append(micros_of(params.status_timestamp_after))
+        where, args = sql_task_filters(params, principal, "%s")
         # Only the constant clauses above are joined in; values are bound parameters.
         total = self._query(f"SELECT count(*) FROM a2a_tasks WHERE {' AND '.join(where)}", args)  # noqa: S608
         if params.page_token:

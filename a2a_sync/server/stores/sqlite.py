@@ -53,6 +53,7 @@ from .base import (
     check_open,
     is_final,
     micros_of,
+    sql_task_filters,
     status_time,
 )
 
@@ -255,17 +256,7 @@ class SQLiteTaskStore(TaskStore):
 
     def list_tasks(self, params: ListTasksParams, *, principal: str) -> ListTasksResult:
         self._flush()
-        where = ["principal = ?"]
-        args: list[Any] = [principal]
-        if params.context_id:
-            where.append("context_id = ?")
-            args.append(params.context_id)
-        if params.status is not None and params.status is not TaskState.unknown:
-            where.append("state = ?")
-            args.append(params.status.value)
-        if params.status_timestamp_after is not None:
-            where.append("status_micros > ?")
-            args.append(micros_of(params.status_timestamp_after))
+        where, args = sql_task_filters(params, principal, "?")
         # Only the constant clauses above are joined in; values are bound parameters.
         total = self._read(f"SELECT COUNT(*) FROM a2a_tasks WHERE {' AND '.join(where)}", args)  # noqa: S608
         if params.page_token:
