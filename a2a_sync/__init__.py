@@ -37,6 +37,30 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
+from .a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentExtension,
+    AgentInterface,
+    AgentProvider,
+    AgentSkill,
+    Artifact,
+    AuthenticationInfo,
+    ListPushConfigsResult,
+    ListTasksResult,
+    Message,
+    Part,
+    PushNotificationConfig,
+    Role,
+    SendMessageConfiguration,
+    SendResult,
+    StreamEvent,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
 from .client import (
     A2AClient,
     APIKey,
@@ -103,32 +127,9 @@ from .errors import (
     VersionNotSupported,
 )
 from .policies import PollPolicy, ReconnectPolicy, ResilienceConfig, RetryPolicy, Timeout
-from .types import (
-    AgentCapabilities,
-    AgentCard,
-    AgentExtension,
-    AgentInterface,
-    AgentProvider,
-    AgentSkill,
-    Artifact,
-    AuthenticationInfo,
-    ListPushConfigsResult,
-    ListTasksResult,
-    Message,
-    Part,
-    PushNotificationConfig,
-    Role,
-    SendMessageConfiguration,
-    SendResult,
-    StreamEvent,
-    Task,
-    TaskArtifactUpdateEvent,
-    TaskState,
-    TaskStatus,
-    TaskStatusUpdateEvent,
-)
 
 if TYPE_CHECKING:
+    from .a2a.signing import sign_card, verify_card
     from .mcp import MCPClient, MCPConnection, Subscription, ToolCall
     from .server import (
         A2AApplication,
@@ -141,7 +142,6 @@ if TYPE_CHECKING:
         serve_in_thread,
     )
     from .server.stores import PostgresTaskStore
-    from .signing import sign_card, verify_card
 
 __all__ = [
     "__version__",

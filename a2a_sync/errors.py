@@ -2,7 +2,7 @@
 
 One hierarchy, rooted at :class:`A2ASyncError`. Callers never need to import requests,
 urllib3 or cattrs to catch what this package raises: foreign exceptions are translated
-at one edge (``a2a_sync._http`` for HTTP, the codecs for structuring) and chained with
+at one edge (``a2a_sync._net.http`` for HTTP, the codecs for structuring) and chained with
 ``raise ... from exc`` so the original is still on ``__cause__``.
 
 ::
@@ -346,7 +346,7 @@ class ToolOutputParseError(ToolOutputError):
 class RPCError(A2ASyncError):
     """The peer answered with a JSON-RPC error object.
 
-    Subclasses carry a class-level :attr:`code`; the table in ``a2a_sync._jsonrpc`` maps
+    Subclasses carry a class-level :attr:`code`; the table in ``a2a_sync._net.jsonrpc`` maps
     codes to classes in both directions (client raising, server answering).
 
     Attributes:

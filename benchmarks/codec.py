@@ -23,7 +23,7 @@ from a2a.compat.v0_3 import types as v03
 from a2a.types import a2a_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from a2a_sync._codec import V0_3, V1_0
+from a2a_sync.a2a.codec import V0_3, V1_0
 from a2a_sync.types import (
     Artifact,
     Message,

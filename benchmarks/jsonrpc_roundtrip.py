@@ -4,7 +4,7 @@ One operation is what an A2A client does per blocking ``SendMessage``: encode a
 SendMessage-sized JSON-RPC request, POST it over a kept-alive connection, read the body
 and decode the JSON-RPC response (a completed Task with one artifact, ~1.3 KB). The
 baseline is the usual hand-written loop, ``requests.Session.post`` + ``.json()``; ours goes
-through :class:`a2a_sync._http.HTTPTransport` (per-call Retry, deadline-capped reads,
+through :class:`a2a_sync._net.http.HTTPTransport` (per-call Retry, deadline-capped reads,
 cancellation tracking, capped body). Both talk to the same JSON echo server, which runs in
 a separate process (``http.server``, HTTP/1.1 keep-alive) so its CPU is not charged to the
 client. The figure to read is ``CPU x base`` of ``ours``: the target is <= 1.10.
@@ -24,7 +24,7 @@ from typing import Any
 
 import requests
 
-from a2a_sync._http import HTTPTransport
+from a2a_sync._net.http import HTTPTransport
 from benchmarks.harness import Variant, run_cli
 
 _SERVE_FLAG = "--serve"

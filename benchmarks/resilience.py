@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from a2a_sync._http import HTTPTransport
+from a2a_sync._net.http import HTTPTransport
 from a2a_sync.client import A2AClient, ResilientA2AClient, TaskStream
 from a2a_sync.policies import ResilienceConfig
 from a2a_sync.types import (

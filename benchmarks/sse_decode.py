@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 import sseclient
 
-from a2a_sync._sse_decoder import SSEDecoder
+from a2a_sync._net.sse_decoder import SSEDecoder
 from benchmarks.harness import Variant, run_cli
 
 EVENTS = 1000

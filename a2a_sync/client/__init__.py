@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .auth import APIKey, BearerToken, Credentials
 from .client import A2AClient
-from .resilient import ResilientA2AClient, ResilientTaskStream
+from .resilient.client import ResilientA2AClient, ResilientTaskStream
 from .stream import TaskStream
 
 __all__ = [

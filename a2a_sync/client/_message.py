@@ -12,8 +12,8 @@ from typing import Any
 
 import attrs
 
-from .._codec import Codec
-from ..types import Message, Part, PushNotificationConfig, SendMessageConfiguration
+from ..a2a.codec import Codec
+from ..a2a.types import Message, Part, PushNotificationConfig, SendMessageConfiguration
 
 __all__ = ["MessageInput", "as_message", "send_params"]
 

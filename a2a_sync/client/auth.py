@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from ..a2a.types import AgentCard, APIKeySecurityScheme, HTTPAuthSecurityScheme
 from ..errors import ConfigurationError
-from ..types import AgentCard, APIKeySecurityScheme, HTTPAuthSecurityScheme
 
 __all__ = ["APIKey", "BearerToken", "Credentials", "origin_of"]
 

@@ -10,13 +10,13 @@ from urllib.parse import urljoin, urlsplit
 
 import attrs
 
-from .._codec import load_card
-from .._http import HTTPTransport
-from .._jsonrpc import decode_json
-from .._methods import REVISIONS, Revision
+from .._net.http import HTTPTransport
+from .._net.jsonrpc import decode_json
+from ..a2a.card_codec import load_card
+from ..a2a.methods import REVISIONS, Revision
+from ..a2a.types import AgentCard, AgentInterface
 from ..errors import ConfigurationError, HTTPStatusError, ProtocolError, excerpt
 from ..policies import Timeout, parse_retry_after
-from ..types import AgentCard, AgentInterface
 
 __all__ = [
     "AGENT_CARD_PATH",

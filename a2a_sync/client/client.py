@@ -11,12 +11,11 @@ from typing import Any
 import attrs
 
 from .. import _constants as C
-from .._codec import codec_for, load_card
-from .._http import HTTPTransport
-from .._methods import REVISIONS, Operation, Revision
-from ..errors import ConfigurationError, UnsupportedOperation
-from ..policies import RetryPolicy, Timeout
-from ..types import (
+from .._net.http import HTTPTransport
+from ..a2a.card_codec import load_card
+from ..a2a.codec import codec_for
+from ..a2a.methods import REVISIONS, Operation, Revision
+from ..a2a.types import (
     AgentCard,
     ListPushConfigsResult,
     ListTasksResult,
@@ -25,11 +24,13 @@ from ..types import (
     Task,
     TaskState,
 )
+from ..errors import ConfigurationError, UnsupportedOperation
+from ..policies import RetryPolicy, Timeout
 from ._message import MessageInput, as_message, send_params
 from .auth import Credentials, OriginBoundCredentials, origin_of
+from .bindings.jsonrpc import JSONRPCTransport, TimeoutArg, static_headers
 from .card import CardFetch, CardVerifier, fetch_card, select_interface
 from .stream import TaskStream
-from .transport import JSONRPCTransport, TimeoutArg, static_headers
 
 __all__ = ["A2AClient"]
 
@@ -47,7 +48,7 @@ class A2AClient:
         print(task.text)
 
     **Threads:** one client may be shared by any number of threads. It holds a
-    connection pool (:class:`~a2a_sync._http.HTTPTransport`), its configuration never
+    connection pool (:class:`~a2a_sync._net.http.HTTPTransport`), its configuration never
     changes after construction, and each call keeps its state on its own stack.
     :meth:`close` (from any thread) cancels calls in flight.
 

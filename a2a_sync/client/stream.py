@@ -7,11 +7,11 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .._accumulate import accumulate
-from .._jsonrpc import A2A_ERRORS, result_from_response
-from .._sse import SSEStream
+from .._net.jsonrpc import A2A_ERRORS, result_from_response
+from .._net.sse import SSEStream
+from ..a2a.accumulate import accumulate
+from ..a2a.types import Message, StreamEvent, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from ..errors import ProtocolError, StreamInterrupted
-from ..types import Message, StreamEvent, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 
 __all__ = ["TaskStream"]
 

@@ -21,6 +21,7 @@ import sys
 import threading
 from typing import Any, Final
 
+from ..a2a.types import AgentCapabilities, AgentCard, AgentSkill
 from ..errors import A2ASyncError, InternalError
 from ..mcp import MCPClient, MCPConnection, StdioTransport
 from ..server.app import A2AApplication
@@ -29,7 +30,6 @@ from ..server.executor import AgentExecutor, RequestContext, TaskUpdater
 from ..server.handler import DefaultRequestHandler
 from ..server.runs import EventStream
 from ..server.serving import open_task_store
-from ..types import AgentCapabilities, AgentCard, AgentSkill
 from .mcp_tools import LARGEST
 
 __all__ = [

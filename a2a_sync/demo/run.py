@@ -18,11 +18,11 @@ import threading
 import time
 from typing import IO, Any, Final
 
-from ..cli import progress_bar
+from ..a2a.types import Task, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent
 from ..client import A2AClient, ResilientA2AClient
+from ..client.display import progress_bar
 from ..policies import ResilienceConfig
 from ..server.serving import serve_in_thread
-from ..types import Task, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent
 from .agent import TOOLS_COMMAND, DemoAgent, numbers_in
 from .relay import StreamCutter
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from .. import _jsonrpc
+from .._net import jsonrpc as _jsonrpc
 from .._version import __version__
 from ..errors import (
     A2ASyncError,

@@ -10,10 +10,10 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from .._codec import Codec
-from .._jsonrpc import encode_result
+from .._net.jsonrpc import encode_result
+from ..a2a.codec import Codec
+from ..a2a.types import StreamEvent
 from ..errors import InternalError, RPCError
-from ..types import StreamEvent
 from ._wire import error_payload
 
 __all__ = ["SSE_HEADERS", "Prefetched", "SSEBody"]

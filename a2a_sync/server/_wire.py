@@ -12,18 +12,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 from urllib.parse import parse_qs
 
-from .._codec import Codec, dump_card
-from .._jsonrpc import Request, encode
-from .._methods import Operation
-from ..errors import (
-    InvalidParams,
-    InvalidRequest,
-    ParseError,
-    ProtocolError,
-    RPCError,
-    VersionNotSupported,
-)
-from ..types import (
+from .._net.jsonrpc import Request, encode
+from ..a2a.card_codec import dump_card
+from ..a2a.codec import Codec
+from ..a2a.methods import Operation
+from ..a2a.types import (
     GetTaskParams,
     ListPushConfigsParams,
     ListTasksParams,
@@ -31,6 +24,14 @@ from ..types import (
     PushNotificationConfig,
     SendMessageParams,
     TaskIdParams,
+)
+from ..errors import (
+    InvalidParams,
+    InvalidRequest,
+    ParseError,
+    ProtocolError,
+    RPCError,
+    VersionNotSupported,
 )
 
 __all__ = [

@@ -39,11 +39,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from .._codec import Codec, codec_for
-from .._jsonrpc import encode_result
-from .._methods import STREAMING, Operation, lookup
+from .._net.jsonrpc import encode_result
+from ..a2a.codec import Codec, codec_for
+from ..a2a.methods import STREAMING, Operation, lookup
+from ..a2a.types import AgentCard
 from ..errors import ConfigurationError, InternalError, MethodNotFound, RPCError
-from ..types import AgentCard
 from ._streams import SSE_HEADERS, Prefetched, SSEBody
 from ._wire import (
     JSON_HEADERS,

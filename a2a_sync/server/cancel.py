@@ -16,8 +16,8 @@ import threading
 import time
 from typing import Final
 
+from ..a2a.types import Message, Part, Role, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from ..errors import InvalidAgentResponse, TaskCanceled, TaskNotCancelable, UnsupportedOperation
-from ..types import Message, Part, Role, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from .context import CallContext
 from .executor import AgentExecutor, RequestContext
 from .runs import PushHook, Run, RunScheduler, follow_until

@@ -16,9 +16,9 @@ from typing import Any, Final
 
 import attrs
 
-from .._codec import dump_card
-from .._jsonrpc import encode
-from ..types import AgentCard, AgentInterface
+from .._net.jsonrpc import encode
+from ..a2a.card_codec import dump_card
+from ..a2a.types import AgentCard, AgentInterface
 
 __all__ = ["CARD_PATH", "CardDocument", "CardPublisher"]
 

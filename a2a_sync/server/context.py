@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from .._methods import Operation
+from ..a2a.methods import Operation
 from .auth import ANONYMOUS, Principal
 
 __all__ = ["CallContext"]

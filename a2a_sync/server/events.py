@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Final
 
-from ..types import StreamEvent
+from ..a2a.types import StreamEvent
 
 __all__ = ["DEFAULT_SUBSCRIBER_BUFFER", "Backlog", "EventBroker", "LogEntry", "Subscription"]
 

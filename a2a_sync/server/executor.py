@@ -39,8 +39,7 @@ from typing import Any
 
 import attrs
 
-from ..errors import InvalidAgentResponse, TaskCanceled
-from ..types import (
+from ..a2a.types import (
     Artifact,
     Message,
     Part,
@@ -52,6 +51,7 @@ from ..types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
+from ..errors import InvalidAgentResponse, TaskCanceled
 from .auth import ANONYMOUS, Principal
 from .context import CallContext
 

@@ -1,6 +1,6 @@
 """Request handlers: the A2A operations over a task store and an agent executor.
 
-The WSGI application decodes each call into an :class:`~a2a_sync._methods.Operation`
+The WSGI application decodes each call into an :class:`~a2a_sync.a2a.methods.Operation`
 and a parameter model, then asks a handler:
 
 * :class:`RequestHandler` — ``dispatch(operation, params, call)`` returns the result
@@ -24,16 +24,8 @@ from typing import Any, Final, Protocol
 
 import attrs
 
-from .._methods import Operation
-from ..errors import (
-    ExtendedAgentCardNotConfigured,
-    InvalidParams,
-    MethodNotFound,
-    PushNotificationNotSupported,
-    TaskNotFound,
-    UnsupportedOperation,
-)
-from ..types import (
+from ..a2a.methods import Operation
+from ..a2a.types import (
     AgentCard,
     GetTaskParams,
     ListPushConfigsParams,
@@ -48,6 +40,14 @@ from ..types import (
     StreamEvent,
     Task,
     TaskIdParams,
+)
+from ..errors import (
+    ExtendedAgentCardNotConfigured,
+    InvalidParams,
+    MethodNotFound,
+    PushNotificationNotSupported,
+    TaskNotFound,
+    UnsupportedOperation,
 )
 from .cancel import REMOTE_CANCEL_TIMEOUT, TaskCanceller  # noqa: F401 - the constant lived here
 from .context import CallContext

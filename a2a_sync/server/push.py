@@ -39,10 +39,10 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from .._codec import V0_3, V1_0
-from .._jsonrpc import encode
+from .._net.jsonrpc import encode
+from ..a2a.codec import V0_3, V1_0
+from ..a2a.types import StreamEvent
 from ..errors import InvalidParams
-from ..types import StreamEvent
 from .stores.base import StoredPushConfig, StoredTask
 
 __all__ = ["PushSender", "address_blocked"]

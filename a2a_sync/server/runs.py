@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Final
 
+from ..a2a.types import Message, StreamEvent, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from ..errors import (
     InternalError,
     InvalidAgentResponse,
@@ -25,7 +26,6 @@ from ..errors import (
     TaskNotFound,
     UnsupportedOperation,
 )
-from ..types import Message, StreamEvent, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from .events import Subscription
 from .executor import AgentExecutor, RequestContext, TaskUpdater
 from .pool import WorkerPool

@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any, Final
 
+from ..a2a.types import AgentCard
 from ..errors import ConfigurationError
-from ..types import AgentCard
 from .app import DEFAULT_GRACE_PERIOD, LOOPBACK_HOSTS, A2AApplication, host_allowed
 from .executor import AgentExecutor, ExecuteFunction
 from .stores.base import TaskStore

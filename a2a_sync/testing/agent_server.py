@@ -7,12 +7,12 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from ..a2a.types import AgentCard
 from ..errors import ConfigurationError
 from ..server.app import A2AApplication
 from ..server.executor import AgentExecutor
 from ..server.serving import THREAD_GRACE, serve_in_thread
 from ..server.stores.sqlite import SQLiteTaskStore
-from ..types import AgentCard
 from .fake import FakeAgent, agent_card
 
 __all__ = ["agent_server"]

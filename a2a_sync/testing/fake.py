@@ -33,9 +33,9 @@ from typing import Any, Final
 
 import attrs
 
+from ..a2a.types import AgentCapabilities, AgentCard, AgentSkill, Message, TaskState
 from ..errors import ConfigurationError
 from ..server.executor import AgentExecutor, ExecuteFunction, RequestContext, TaskUpdater
-from ..types import AgentCapabilities, AgentCard, AgentSkill, Message, TaskState
 
 __all__ = ["DEFAULT_HOLD_TIMEOUT", "FakeAgent", "Script", "agent_card"]
 

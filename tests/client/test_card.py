@@ -11,7 +11,7 @@ import pytest
 import responses
 
 from a2a_sync import signing
-from a2a_sync._codec import load_card
+from a2a_sync.a2a.card_codec import load_card
 from a2a_sync.client import A2AClient
 from a2a_sync.client.card import card_url_for, select_interface
 from a2a_sync.errors import (

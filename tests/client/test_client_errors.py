@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from a2a_sync import errors
-from a2a_sync._http import HTTPTransport
-from a2a_sync._jsonrpc import A2A_ERRORS
+from a2a_sync._net.http import HTTPTransport
+from a2a_sync._net.jsonrpc import A2A_ERRORS
 from a2a_sync.client import A2AClient
 from a2a_sync.errors import (
     A2AError,

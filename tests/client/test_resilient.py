@@ -62,11 +62,11 @@ from typing import Any
 import attrs
 import pytest
 
-from a2a_sync._codec import codec_for
-from a2a_sync._http import HTTPTransport
-from a2a_sync._jsonrpc import encode
+from a2a_sync._net.http import HTTPTransport
+from a2a_sync._net.jsonrpc import encode
+from a2a_sync.a2a.codec import codec_for
 from a2a_sync.client import A2AClient, BearerToken, ResilientA2AClient
-from a2a_sync.client.resilient import diff_events
+from a2a_sync.client.resilient.client import diff_events
 from a2a_sync.errors import (
     AllAgentsFailed,
     AuthRequired,
@@ -838,7 +838,7 @@ def delivered_text(events: Iterable[StreamEvent]) -> str:
 
 
 def fold(events: Iterable[StreamEvent]) -> Task:
-    from a2a_sync._accumulate import accumulate
+    from a2a_sync.a2a.accumulate import accumulate
 
     task: Task | None = None
     for event in events:

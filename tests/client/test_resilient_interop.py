@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import attrs
 import pytest
 
-from a2a_sync._http import HTTPTransport
+from a2a_sync._net.http import HTTPTransport
 from a2a_sync.client import A2AClient, ResilientA2AClient
 from a2a_sync.errors import (
     AuthRequired,

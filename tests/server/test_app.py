@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from a2a_sync import errors as e
-from a2a_sync._methods import Operation
+from a2a_sync.a2a.methods import Operation
 from a2a_sync.errors import TaskNotFound
 from a2a_sync.server.app import LOOPBACK_HOSTS, A2AApplication
 from a2a_sync.server.auth import BearerTokens

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from a2a_sync._methods import Operation
+from a2a_sync.a2a.methods import Operation
 from a2a_sync.errors import (
     ExtendedAgentCardNotConfigured,
     InternalError,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Hashable
 
-from ..._http import HTTPTransport
+from ..._net.http import HTTPTransport
 from ...errors import A2ASyncError, HTTPStatusError, ProtocolError, TransportError
 from .. import eras
 from . import MessageSink

@@ -18,8 +18,8 @@ from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
 from ..._constants import DEFAULT_CONNECT_TIMEOUT
-from ..._http import StreamResponse
-from ..._sse_decoder import ServerSentEvent, SSEDecoder
+from ..._net.http import StreamResponse
+from ..._net.sse_decoder import ServerSentEvent, SSEDecoder
 from ...errors import (
     Cancelled,
     ConfigurationError,

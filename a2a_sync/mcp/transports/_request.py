@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
-from ..._http import StreamResponse
+from ..._net.http import StreamResponse
 from ...errors import Cancelled, ConnectionLost, ProtocolError, SessionExpired, excerpt
 from ._httpbase import (
     ACCEPT_BOTH,

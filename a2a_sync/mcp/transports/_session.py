@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
-from ... import _jsonrpc
+from ..._net import jsonrpc as _jsonrpc
 from ...errors import A2ASyncError, excerpt
 from . import Outgoing
 from ._httpbase import (

@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from ... import _jsonrpc
-from ..._http import HTTPTransport, StreamResponse
-from ..._sse_decoder import ServerSentEvent, SSEDecoder
-from ..._urllib3 import Call
+from ..._net import jsonrpc as _jsonrpc
+from ..._net.http import HTTPTransport, StreamResponse
+from ..._net.pool import Call
+from ..._net.sse_decoder import ServerSentEvent, SSEDecoder
 from ...errors import (
     A2ASyncError,
     Cancelled,

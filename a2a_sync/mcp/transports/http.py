@@ -40,7 +40,7 @@ transport (:mod:`.legacy_sse`, through :class:`~._fallback.SSEFallback`), and th
 per-process era cache remembers the endpoint.
 
 Credentials: ``Authorization`` and custom headers go on every request, only to the
-configured origin (redirects are refused by :class:`~a2a_sync._http.HTTPTransport`);
+configured origin (redirects are refused by :class:`~a2a_sync._net.http.HTTPTransport`);
 neither they nor the session id are logged or shown in a repr.
 """
 
@@ -52,9 +52,9 @@ from collections.abc import Hashable, Mapping
 from typing import Any, Final
 
 from ... import _constants as C
-from ... import _jsonrpc
-from ..._http import HTTPTransport
-from ..._sse_decoder import DEFAULT_MAX_EVENT_BYTES
+from ..._net import jsonrpc as _jsonrpc
+from ..._net.http import HTTPTransport
+from ..._net.sse_decoder import DEFAULT_MAX_EVENT_BYTES
 from ...errors import (
     A2ASyncError,
     Cancelled,

@@ -24,9 +24,9 @@ from typing import Any, Final
 from urllib.parse import urljoin
 
 from ... import _constants as C
-from ... import _jsonrpc
-from ..._http import HTTPTransport, StreamResponse
-from ..._sse_decoder import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
+from ..._net import jsonrpc as _jsonrpc
+from ..._net.http import HTTPTransport, StreamResponse
+from ..._net.sse_decoder import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
 from ...errors import (
     A2ASyncError,
     Cancelled,

@@ -39,7 +39,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any, Final
 
-from ... import _jsonrpc
+from ..._net import jsonrpc as _jsonrpc
 from ...errors import (
     A2ASyncError,
     ConfigurationError,

@@ -14,10 +14,10 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
-from ..._codec import V1_0
-from ..._jsonrpc import decode_json, encode
+from ..._net.jsonrpc import decode_json, encode
+from ...a2a.codec import V1_0
+from ...a2a.types import PushNotificationConfig
 from ...errors import ConfigurationError
-from ...types import PushNotificationConfig
 from ._pg_listen import PUSH_CHANNEL
 from .base import StoredPushConfig
 

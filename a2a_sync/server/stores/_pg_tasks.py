@@ -14,10 +14,10 @@ from typing import Final
 
 import attrs
 
-from ..._accumulate import accumulate
-from ..._codec import V1_0
-from ..._jsonrpc import decode_json, encode
-from ...types import StreamEvent, Task
+from ..._net.jsonrpc import decode_json, encode
+from ...a2a.accumulate import accumulate
+from ...a2a.codec import V1_0
+from ...a2a.types import StreamEvent, Task
 from ..events import LogEntry
 from ._pg_claims import CLAIM_STATEMENTS
 from ._pg_db import Database, Param

@@ -4,7 +4,7 @@ A store keeps, per task, the current snapshot and the ordered **event log** that
 sequence number 1 is the :class:`~a2a_sync.types.Task` the agent created, every later
 number is a status update, artifact update or task-bound message. Snapshots are never
 written directly: :meth:`TaskStore.append_event` folds the event into the snapshot with
-:func:`a2a_sync._accumulate.accumulate` (the same fold a client applies to a stream), so
+:func:`a2a_sync.a2a.accumulate.accumulate` (the same fold a client applies to a stream), so
 ``GetTask`` always equals a folded stream.
 
 Everything a server needs to scale out is in the interface, so a store shared by several
@@ -33,8 +33,7 @@ from typing import Any, Final
 
 import attrs
 
-from ...errors import InvalidParams, UnsupportedOperation
-from ...types import (
+from ...a2a.types import (
     ListTasksParams,
     ListTasksResult,
     PushNotificationConfig,
@@ -43,6 +42,7 @@ from ...types import (
     TaskState,
     TaskStatusUpdateEvent,
 )
+from ...errors import InvalidParams, UnsupportedOperation
 from ..events import LogEntry, Subscription
 
 __all__ = [

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from ..._accumulate import accumulate
+from ...a2a.accumulate import accumulate
+from ...a2a.types import ListTasksParams, ListTasksResult, PushNotificationConfig, StreamEvent, Task
 from ...errors import ConfigurationError, TaskNotFound
-from ...types import ListTasksParams, ListTasksResult, PushNotificationConfig, StreamEvent, Task
 from ..events import DEFAULT_SUBSCRIBER_BUFFER, EventBroker, LogEntry, Subscription
 from .base import StoredPushConfig, StoredTask, TaskStore, check_open, page
 

@@ -42,15 +42,8 @@ from typing import Final
 
 import psycopg
 
-from ..._accumulate import accumulate
-from ...errors import (
-    ConfigurationError,
-    InternalError,
-    ProtocolError,
-    TaskNotFound,
-    UnsupportedOperation,
-)
-from ...types import (
+from ...a2a.accumulate import accumulate
+from ...a2a.types import (
     ListTasksParams,
     ListTasksResult,
     Message,
@@ -60,6 +53,13 @@ from ...types import (
     TaskState,
     TaskStatus,
     TaskStatusUpdateEvent,
+)
+from ...errors import (
+    ConfigurationError,
+    InternalError,
+    ProtocolError,
+    TaskNotFound,
+    UnsupportedOperation,
 )
 from ..events import DEFAULT_SUBSCRIBER_BUFFER, LogEntry, Subscription
 from ._pg_claims import Claims

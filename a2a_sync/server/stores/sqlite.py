@@ -27,11 +27,10 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
-from ..._accumulate import accumulate
-from ..._codec import V1_0
-from ..._jsonrpc import decode_json, encode
-from ...errors import ConfigurationError, InternalError, TaskNotFound
-from ...types import (
+from ..._net.jsonrpc import decode_json, encode
+from ...a2a.accumulate import accumulate
+from ...a2a.codec import V1_0
+from ...a2a.types import (
     ListTasksParams,
     ListTasksResult,
     Message,
@@ -42,6 +41,7 @@ from ...types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
+from ...errors import ConfigurationError, InternalError, TaskNotFound
 from ..events import DEFAULT_SUBSCRIBER_BUFFER, EventBroker, LogEntry, Subscription
 from ._sqlite_writer import BatchWriter, WriteOp
 from .base import (

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from a2a_sync._accumulate import accumulate
+from a2a_sync.a2a.accumulate import accumulate
 from a2a_sync.errors import ConfigurationError, InternalError, UnsupportedOperation
 from a2a_sync.server.serving import open_task_store
 from a2a_sync.server.stores import SQLiteTaskStore

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from a2a_sync._accumulate import accumulate
+from a2a_sync.a2a.accumulate import accumulate
 from a2a_sync.errors import InvalidParams, ProtocolError, TaskNotFound, UnsupportedOperation
 from a2a_sync.server.stores import InMemoryTaskStore, SQLiteTaskStore, TaskStore
 from a2a_sync.types import (

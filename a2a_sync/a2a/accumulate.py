@@ -1,0 +1,93 @@
+"""Fold A2A stream events into a task snapshot — the same rules on client and server.
+
+A streamed task folded with :func:`accumulate` equals what ``GetTask`` returns for it,
+because the server's task store applies events with this very function (and a2a-sdk's
+``TaskManager`` applies the same rules): a status update moves the previous status
+message into the history and replaces the status; an artifact update with ``append``
+extends the artifact's parts, without it creates or replaces the artifact; a message
+bound to the task is appended to the history.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from ..errors import ProtocolError
+from .types import (
+    Artifact,
+    Message,
+    StreamEvent,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskStatusUpdateEvent,
+)
+
+__all__ = ["accumulate", "apply_artifact"]
+
+
+def accumulate(snapshot: Task | None, event: StreamEvent) -> Task:
+    """Return the snapshot after ``event`` (snapshots are immutable; this builds a new one).
+
+    Raises:
+        ProtocolError: The events arrive in an impossible order (an update before any
+            task, an update for another task, an append to an unknown artifact).
+    """
+    if isinstance(event, Task):
+        return event
+    if snapshot is None:
+        raise ProtocolError(
+            f"unexpected event order: {type(event).__name__} before the task it belongs to"
+        )
+    if isinstance(event, TaskStatusUpdateEvent):
+        _check_task(snapshot, event.task_id)
+        history = snapshot.history
+        if snapshot.status.message is not None:
+            history = [*history, snapshot.status.message]
+        metadata = snapshot.metadata
+        if event.metadata:
+            metadata = {**(metadata or {}), **event.metadata}
+        return attrs.evolve(snapshot, status=event.status, history=history, metadata=metadata)
+    if isinstance(event, TaskArtifactUpdateEvent):
+        _check_task(snapshot, event.task_id)
+        return attrs.evolve(snapshot, artifacts=apply_artifact(snapshot.artifacts, event))
+    if isinstance(event, Message):
+        if event.task_id is not None and event.task_id != snapshot.id:
+            raise ProtocolError(
+                f"message for task {event.task_id!r} in the stream of {snapshot.id!r}"
+            )
+        history = list(snapshot.history)
+        status = snapshot.status
+        if status.message is not None:
+            history.append(status.message)
+            status = attrs.evolve(status, message=None)
+        history.append(event)
+        return attrs.evolve(snapshot, history=history, status=status)
+    raise ProtocolError(f"unknown stream event {type(event).__name__}")  # pragma: no cover
+
+
+def apply_artifact(artifacts: list[Artifact], event: TaskArtifactUpdateEvent) -> list[Artifact]:
+    """Return ``artifacts`` with one artifact-update event applied."""
+    new = event.artifact
+    for index, existing in enumerate(artifacts):
+        if existing.artifact_id == new.artifact_id:
+            if event.append:
+                metadata = existing.metadata
+                if new.metadata:
+                    metadata = {**(metadata or {}), **new.metadata}
+                merged = attrs.evolve(
+                    existing, parts=[*existing.parts, *new.parts], metadata=metadata
+                )
+            else:
+                merged = new
+            return [*artifacts[:index], merged, *artifacts[index + 1 :]]
+    if event.append:
+        raise ProtocolError(
+            f"append to artifact {new.artifact_id!r}, which was never created "
+            "(the first chunk must not have append set)"
+        )
+    return [*artifacts, new]
+
+
+def _check_task(snapshot: Task, task_id: str) -> None:
+    if task_id != snapshot.id:
+        raise ProtocolError(f"update for task {task_id!r} in the stream of {snapshot.id!r}")

@@ -1,0 +1,5 @@
+"""The ``a2a-sync`` command."""
+
+from .commands import main
+
+__all__ = ["main"]

@@ -1,0 +1,1 @@
+"""Tests for the A2A protocol package (a2a_sync.a2a)."""

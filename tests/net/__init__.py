@@ -1,0 +1,1 @@
+"""Tests for the networking core (a2a_sync._net)."""
