@@ -17,6 +17,7 @@ subclasses for protocol errors.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -53,6 +54,7 @@ from .cancel import REMOTE_CANCEL_TIMEOUT, TaskCanceller  # noqa: F401 - the con
 from .context import CallContext
 from .executor import AgentExecutor, ExecuteFunction, FunctionExecutor, RequestContext
 from .pool import DEFAULT_WORKERS, WorkerPool
+from .push_policy import PushSettings, SecretBox, SecretUnavailable, redacted
 from .runs import EventStream, Run, RunScheduler, RunStream, SnapshotStream, follow_until
 from .stores.base import MAX_PAGE_SIZE, StoredPushConfig, StoredTask, TaskStore, is_final
 from .stores.memory import InMemoryTaskStore
@@ -145,6 +147,12 @@ class DefaultRequestHandler:
             returning it.
         workers: Most agent runs at once.
         blocking_timeout: Longest a blocking send waits for the task to settle.
+        push: Limits and secret handling of push configs (defaults: see
+            :class:`~a2a_sync.server.push_policy.PushSettings`).
+
+    Raises:
+        ConfigurationError: ``push.encryption_keys`` unusable (or ``cryptography``
+            missing).
     """
 
     def __init__(
@@ -157,6 +165,7 @@ class DefaultRequestHandler:
         extended_card: ExtendedCard | None = None,
         workers: int = DEFAULT_WORKERS,
         blocking_timeout: float = DEFAULT_BLOCKING_TIMEOUT,
+        push: PushSettings | None = None,
     ) -> None:
         self.card = card
         self.executor = (
@@ -165,6 +174,9 @@ class DefaultRequestHandler:
         self._owns_store = task_store is None
         self.store: TaskStore = task_store if task_store is not None else InMemoryTaskStore()
         self._push = push_sender
+        self.push_settings = push if push is not None else PushSettings()
+        self._secrets = SecretBox(self.push_settings.encryption_keys)
+        self._push_lock = threading.Lock()  # a limit check and its write, together
         self._extended_card = extended_card
         self._blocking_timeout = blocking_timeout
         self._runs = RunScheduler(self.executor, WorkerPool(workers))
@@ -257,6 +269,9 @@ class DefaultRequestHandler:
             context_id = message.context_id or str(uuid.uuid4())
             if not self.store.bind_context(context_id, principal):
                 raise InvalidParams("contextId is not available to this caller")
+        if config is not None and config.push_notification_config is not None:
+            room_in = current.task.id if current is not None else None
+            self._check_push_room(room_in, config.push_notification_config.id, principal)
         claimed = self.store.claim_message(principal, message.message_id, task_id)
         if claimed is not None:
             earlier = self._earlier(claimed, principal, streaming)
@@ -278,7 +293,7 @@ class DefaultRequestHandler:
         )
         run = Run(context, self.store, principal, self._on_event)
         if config is not None and config.push_notification_config is not None:
-            self._save_push(config.push_notification_config, task_id, call)
+            self._save_push(config.push_notification_config, task_id, call, checked=True)
         stream = None
         if current is not None:  # the user's answer joins the history before the agent runs
             stored = self.store.append_event(task_id, context.message)
@@ -375,7 +390,7 @@ class DefaultRequestHandler:
             found = configs[0] if configs else None
         if found is None:
             raise TaskNotFound("push notification config not found")
-        return found.config
+        return redacted(found.config)
 
     def list_push_configs(
         self, params: ListPushConfigsParams, call: CallContext
@@ -384,7 +399,7 @@ class DefaultRequestHandler:
         self._require_push()
         self._owned(params.task_id, call)
         return ListPushConfigsResult(
-            configs=[c.config for c in self.store.list_push_configs(params.task_id)]
+            configs=[redacted(c.config) for c in self.store.list_push_configs(params.task_id)]
         )
 
     def delete_push_config(self, params: PushConfigParams, call: CallContext) -> None:
@@ -405,18 +420,70 @@ class DefaultRequestHandler:
         elif not url.startswith(("http://", "https://")):
             raise InvalidParams("push notification URL must be http or https")
 
+    def _check_push_room(self, task_id: str | None, config_id: str | None, principal: str) -> None:
+        """Refuse a new config over the per-task or per-caller limit (a config replacing
+        one with the same id is not new).
+
+        Raises:
+            InvalidParams: A limit is reached (A2A files quotas under validation errors).
+        """
+        limits = self.push_settings
+        existing = self.store.list_push_configs(task_id) if task_id else []
+        if config_id and any(c.config.id == config_id for c in existing):
+            return
+        if len(existing) >= limits.max_configs_per_task:
+            raise InvalidParams(
+                f"this task has {limits.max_configs_per_task} push notification configs,"
+                " the most this agent allows: delete one first"
+            )
+        if self.store.count_push_configs(principal) >= limits.max_configs_per_caller:
+            raise InvalidParams(
+                f"you have {limits.max_configs_per_caller} push notification configs,"
+                " the most this agent allows per caller: delete some first"
+            )
+
     def _save_push(
-        self, config: PushNotificationConfig, task_id: str, call: CallContext
+        self,
+        config: PushNotificationConfig,
+        task_id: str,
+        call: CallContext,
+        *,
+        checked: bool = False,
     ) -> PushNotificationConfig:
+        """Store a config (secrets sealed) and answer it without its secrets."""
         stored = attrs.evolve(config, task_id=task_id, id=config.id or str(uuid.uuid4()))
-        return self.store.set_push_config(stored, revision=call.revision).config
+        sealed = self._secrets.seal(stored)
+        with self._push_lock:
+            if not checked:
+                self._check_push_room(task_id, config.id, call.principal.name)
+            self.store.set_push_config(sealed, revision=call.revision)
+        return redacted(stored)
 
     def _on_event(self, stored: StoredTask, event: StreamEvent) -> None:
         if self._push is None:
             return
         configs = self.store.list_push_configs(stored.task.id)
-        if configs:
-            self._push.notify(stored, event, configs)
+        if not configs:
+            return
+        most = self.push_settings.max_deliveries_per_event
+        if len(configs) > most:
+            logger.warning(
+                "task %s has %d push configs; notifying the first %d (max_deliveries_per_event)",
+                stored.task.id,
+                len(configs),
+                most,
+            )
+            configs = configs[:most]
+        opened = []
+        for item in configs:
+            try:
+                opened.append(attrs.evolve(item, config=self._secrets.open(item.config)))
+            except SecretUnavailable as exc:
+                logger.warning(
+                    "push config %s of task %s skipped: %s", item.config.id, stored.task.id, exc
+                )
+        if opened:
+            self._push.notify(stored, event, opened)
 
     # -- extended card ---------------------------------------------------------------------------
 
