@@ -127,7 +127,7 @@ class _DeadlineSSLSocket(ssl.SSLSocket):
 
     def recv_into(self, buffer: Any, nbytes: int | None = None, flags: int = 0) -> int:
         self._arm()
-        return super().recv_into(buffer, nbytes, flags)  # type: ignore[arg-type]
+        return super().recv_into(buffer, nbytes, flags)
 
     def send(self, data: Any, flags: int = 0) -> int:
         self._arm()
