@@ -155,8 +155,8 @@ def notifies(sender: PushSender, receiver: Receiver, held: Held | None) -> Any:
     def run(n: int) -> list[float]:
         if held is not None:  # 20 notifications the held destination sits on
             for i in range(20):
-                config = PushNotificationConfig(url=held.url, id=f"h{i}", task_id=f"h{i}")
-                sender.notify(StoredTask(task, 2, ""), event, [StoredPushConfig(config, "1.0")])
+                sitting = PushNotificationConfig(url=held.url, id=f"h{i}", task_id=f"h{i}")
+                sender.notify(StoredTask(task, 2, ""), event, [StoredPushConfig(sitting, "1.0")])
         config = StoredPushConfig(
             PushNotificationConfig(url=receiver.url, id="fast", task_id="t"), "1.0"
         )

@@ -11,9 +11,12 @@ against anyone.
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import itertools
 import socket
 import sqlite3
+import ssl
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,11 +63,13 @@ class SlowWebhook:
     ``release`` (``drip=None``) or sends a status line and then one header byte every
     ``drip`` seconds, forever, until the sender hangs up (``hung_up``)."""
 
-    def __init__(self, drip: float | None = None) -> None:
+    def __init__(self, drip: float | None = None, tls: ssl.SSLContext | None = None) -> None:
         self._drip = drip
+        self._tls = tls
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(0.05)
-        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}/hook"
+        scheme = "https" if tls is not None else "http"
+        self.url = f"{scheme}://127.0.0.1:{self._listener.getsockname()[1]}/hook"
         self.release = threading.Event()
         self.hung_up = threading.Event()
         self.requests = 0
@@ -95,8 +100,14 @@ class SlowWebhook:
             self._start(self._serve, conn)
 
     def _serve(self, conn: socket.socket) -> None:
+        conn.settimeout(WAIT)
+        if self._tls is not None:
+            try:
+                conn = self._tls.wrap_socket(conn, server_side=True)
+            except OSError:
+                conn.close()
+                return
         with conn:
-            conn.settimeout(WAIT)
             data = b""
             while b"\r\n\r\n" not in data:
                 chunk = conn.recv(65536)
@@ -193,6 +204,61 @@ def test_the_total_deadline_holds_against_a_webhook_dripping_its_answer() -> Non
         assert dripping.hung_up.wait(WAIT)  # it drips forever: only the sender can end it
         assert sender.flush(WAIT)
         assert (sender.delivered, sender.dropped) == (0, 1)
+    finally:
+        assert sender.close(WAIT)
+        dripping.close()
+
+
+def _self_signed(tmp_path: Path) -> tuple[ssl.SSLContext, str]:
+    """A server context for 127.0.0.1 and the path of its certificate (the CA to trust)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path = tmp_path / "cert.pem"
+    key_path = tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert_path, key_path)
+    return context, str(cert_path)
+
+
+def test_the_total_deadline_holds_over_tls_too(tmp_path: Path) -> None:
+    server_tls, ca = _self_signed(tmp_path)
+    dripping = SlowWebhook(drip=0.05, tls=server_tls)
+    sender = PushSender(allow_private=True, timeout=1.0, max_attempts=1, verify=ca)
+    try:
+        _notify(sender, "t1", dripping.url)
+        assert dripping.hung_up.wait(WAIT)
+        assert sender.flush(WAIT)
+        assert (sender.delivered, sender.dropped) == (0, 1)
+        assert dripping.requests == 1  # the TLS handshake and the request went through
     finally:
         assert sender.close(WAIT)
         dripping.close()
