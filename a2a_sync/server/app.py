@@ -189,17 +189,27 @@ class A2AApplication:
                 self._owned_push: Any = push_sender
             else:
                 self._owned_push = None
-            handler = DefaultRequestHandler(
-                card,
-                executor,
-                task_store=task_store,
-                push_sender=push_sender,
-                extended_card=extended_card,
-                workers=workers,
-                blocking_timeout=blocking_timeout,
-                push=push,
-            )
+            try:
+                handler = DefaultRequestHandler(
+                    card,
+                    executor,
+                    task_store=task_store,
+                    push_sender=push_sender,
+                    extended_card=extended_card,
+                    workers=workers,
+                    blocking_timeout=blocking_timeout,
+                    push=push,
+                )
+            except ConfigurationError:
+                if self._owned_push is not None:
+                    self._owned_push.close(0.0)  # its threads must not outlive the error
+                raise
         else:
+            if push is not None:
+                raise ConfigurationError(
+                    "push settings configure the default handler: pass them to"
+                    " DefaultRequestHandler(push=...) instead"
+                )
             self._owned_push = None
         self.handler: Any = handler
         self._authenticate = authenticate

@@ -160,17 +160,17 @@ class DefaultRequestHandler:
         )
         self._owns_store = task_store is None
         self.store: TaskStore = task_store if task_store is not None else InMemoryTaskStore()
+        self._webhooks = Webhooks(  # first: unusable settings raise before anything starts
+            self.store,
+            push_sender,
+            enabled=bool(card.capabilities.push_notifications),
+            settings=push if push is not None else PushSettings(),
+        )
         self._extended_card = extended_card
         self._blocking_timeout = blocking_timeout
         self._runs = RunScheduler(self.executor, WorkerPool(workers))
         capabilities = card.capabilities
         self._streaming = bool(capabilities.streaming)
-        self._webhooks = Webhooks(
-            self.store,
-            push_sender,
-            enabled=bool(capabilities.push_notifications),
-            settings=push if push is not None else PushSettings(),
-        )
         self._extended = bool(capabilities.extended_agent_card)
         self._canceller = TaskCanceller(self.store, self._runs, self.executor, self._on_event)
         # A store shared with other worker processes forwards their cancel requests here.

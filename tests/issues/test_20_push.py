@@ -26,6 +26,7 @@ import pytest
 from a2a_sync._methods import Operation
 from a2a_sync.errors import ConfigurationError, InvalidParams
 from a2a_sync.server._push_http import Deadline
+from a2a_sync.server.app import A2AApplication
 from a2a_sync.server.auth import Principal
 from a2a_sync.server.context import CallContext
 from a2a_sync.server.handler import DefaultRequestHandler
@@ -582,6 +583,9 @@ def test_an_encrypted_secret_without_its_key_is_not_sent(
 def test_unusable_encryption_keys_are_refused_at_startup() -> None:
     with pytest.raises(ConfigurationError, match="Fernet key"):
         DefaultRequestHandler(card(), EchoAgent(), push=PushSettings(encryption_keys="short"))
+    with pytest.raises(ConfigurationError, match="Fernet key"):
+        A2AApplication(card(), EchoAgent(), push=PushSettings(encryption_keys="short"))
+    assert not [t for t in threading.enumerate() if t.name.startswith("a2a-sync-push-")]
     with pytest.raises(ConfigurationError):
         PushSettings(max_configs_per_task=0)
     assert "short" not in repr(PushSettings(encryption_keys="short"))
