@@ -23,6 +23,7 @@ from .context import CallContext
 from .executor import AgentExecutor, FunctionExecutor, RequestContext, TaskUpdater
 from .handler import DefaultRequestHandler, RequestHandler, StreamingRequestHandler
 from .push import PushSender
+from .push_policy import PushSettings
 from .runs import EventStream
 from .serving import RunningServer, serve, serve_in_thread
 from .stores import InMemoryTaskStore, SQLiteTaskStore, TaskStore
@@ -40,6 +41,7 @@ __all__ = [
     "InMemoryTaskStore",
     "Principal",
     "PushSender",
+    "PushSettings",
     "RequestContext",
     "RequestHandler",
     "RunningServer",

@@ -77,6 +77,7 @@ from .handler import (
     StreamingRequestHandler,
 )
 from .pool import DEFAULT_WORKERS
+from .push_policy import PushSettings
 from .stores.base import TaskStore
 
 __all__ = [
@@ -144,6 +145,8 @@ class A2AApplication:
         sign_card: Signs the card before it is served.
         workers: Most agent runs at once.
         blocking_timeout: Longest a blocking SendMessage waits.
+        push: Push-config limits and secret handling
+            (:class:`~a2a_sync.server.push_policy.PushSettings`; with ``executor``).
 
     Raises:
         ConfigurationError: Neither or both of ``executor`` and ``handler``.
@@ -170,6 +173,7 @@ class A2AApplication:
         sign_card: CardSigner | None = None,
         workers: int = DEFAULT_WORKERS,
         blocking_timeout: float = DEFAULT_BLOCKING_TIMEOUT,
+        push: PushSettings | None = None,
     ) -> None:
         if (executor is None) == (handler is None):
             raise ConfigurationError("give exactly one of executor and handler")
@@ -185,16 +189,27 @@ class A2AApplication:
                 self._owned_push: Any = push_sender
             else:
                 self._owned_push = None
-            handler = DefaultRequestHandler(
-                card,
-                executor,
-                task_store=task_store,
-                push_sender=push_sender,
-                extended_card=extended_card,
-                workers=workers,
-                blocking_timeout=blocking_timeout,
-            )
+            try:
+                handler = DefaultRequestHandler(
+                    card,
+                    executor,
+                    task_store=task_store,
+                    push_sender=push_sender,
+                    extended_card=extended_card,
+                    workers=workers,
+                    blocking_timeout=blocking_timeout,
+                    push=push,
+                )
+            except ConfigurationError:
+                if self._owned_push is not None:
+                    self._owned_push.close(0.0)  # its threads must not outlive the error
+                raise
         else:
+            if push is not None:
+                raise ConfigurationError(
+                    "push settings configure the default handler: pass them to"
+                    " DefaultRequestHandler(push=...) instead"
+                )
             self._owned_push = None
         self.handler: Any = handler
         self._authenticate = authenticate

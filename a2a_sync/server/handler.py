@@ -45,16 +45,17 @@ from ..errors import (
     ExtendedAgentCardNotConfigured,
     InvalidParams,
     MethodNotFound,
-    PushNotificationNotSupported,
     TaskNotFound,
     UnsupportedOperation,
 )
+from ._push_configs import PushNotifier, Webhooks
 from .cancel import REMOTE_CANCEL_TIMEOUT, TaskCanceller  # noqa: F401 - the constant lived here
 from .context import CallContext
 from .executor import AgentExecutor, ExecuteFunction, FunctionExecutor, RequestContext
 from .pool import DEFAULT_WORKERS, WorkerPool
+from .push_policy import PushSettings
 from .runs import EventStream, Run, RunScheduler, RunStream, SnapshotStream, follow_until
-from .stores.base import MAX_PAGE_SIZE, StoredPushConfig, StoredTask, TaskStore, is_final
+from .stores.base import MAX_PAGE_SIZE, StoredTask, TaskStore, is_final
 from .stores.memory import InMemoryTaskStore
 
 __all__ = [
@@ -115,18 +116,6 @@ class StreamingRequestHandler(Protocol):
         """
 
 
-class PushNotifier(Protocol):
-    """Delivers push notifications (see :class:`~a2a_sync.server.push.PushSender`)."""
-
-    def notify(
-        self, stored: StoredTask, event: StreamEvent, configs: list[StoredPushConfig]
-    ) -> None:
-        """Queue ``event`` of ``stored.task`` for every webhook in ``configs``; never blocks."""
-
-    def check_url(self, url: str) -> None:
-        """Refuse a webhook URL at registration (raise InvalidParams)."""
-
-
 class DefaultRequestHandler:
     """Every A2A operation over a task store and an agent executor.
 
@@ -145,6 +134,12 @@ class DefaultRequestHandler:
             returning it.
         workers: Most agent runs at once.
         blocking_timeout: Longest a blocking send waits for the task to settle.
+        push: Limits and secret handling of push configs (defaults: see
+            :class:`~a2a_sync.server.push_policy.PushSettings`).
+
+    Raises:
+        ConfigurationError: ``push.encryption_keys`` unusable (or ``cryptography``
+            missing).
     """
 
     def __init__(
@@ -157,6 +152,7 @@ class DefaultRequestHandler:
         extended_card: ExtendedCard | None = None,
         workers: int = DEFAULT_WORKERS,
         blocking_timeout: float = DEFAULT_BLOCKING_TIMEOUT,
+        push: PushSettings | None = None,
     ) -> None:
         self.card = card
         self.executor = (
@@ -164,13 +160,17 @@ class DefaultRequestHandler:
         )
         self._owns_store = task_store is None
         self.store: TaskStore = task_store if task_store is not None else InMemoryTaskStore()
-        self._push = push_sender
+        self._webhooks = Webhooks(  # first: unusable settings raise before anything starts
+            self.store,
+            push_sender,
+            enabled=bool(card.capabilities.push_notifications),
+            settings=push if push is not None else PushSettings(),
+        )
         self._extended_card = extended_card
         self._blocking_timeout = blocking_timeout
         self._runs = RunScheduler(self.executor, WorkerPool(workers))
         capabilities = card.capabilities
         self._streaming = bool(capabilities.streaming)
-        self._push_enabled = bool(capabilities.push_notifications)
         self._extended = bool(capabilities.extended_agent_card)
         self._canceller = TaskCanceller(self.store, self._runs, self.executor, self._on_event)
         # A store shared with other worker processes forwards their cancel requests here.
@@ -241,7 +241,7 @@ class DefaultRequestHandler:
         if message.role is not Role.user:
             raise InvalidParams("the message must come from the user (role user)")
         if config is not None and config.push_notification_config is not None:
-            self._check_push(config.push_notification_config.url)
+            self._webhooks.check_url(config.push_notification_config.url)
         current: StoredTask | None = None
         if message.task_id:
             current = self.store.get_task(message.task_id, principal=principal)
@@ -257,6 +257,9 @@ class DefaultRequestHandler:
             context_id = message.context_id or str(uuid.uuid4())
             if not self.store.bind_context(context_id, principal):
                 raise InvalidParams("contextId is not available to this caller")
+        if config is not None and config.push_notification_config is not None:
+            room_in = current.task.id if current is not None else None
+            self._webhooks.check_room(room_in, config.push_notification_config.id, principal)
         claimed = self.store.claim_message(principal, message.message_id, task_id)
         if claimed is not None:
             earlier = self._earlier(claimed, principal, streaming)
@@ -278,7 +281,13 @@ class DefaultRequestHandler:
         )
         run = Run(context, self.store, principal, self._on_event)
         if config is not None and config.push_notification_config is not None:
-            self._save_push(config.push_notification_config, task_id, call)
+            self._webhooks.save(
+                config.push_notification_config,
+                task_id,
+                principal=principal,
+                revision=call.revision,
+                checked=True,
+            )
         stream = None
         if current is not None:  # the user's answer joins the history before the agent runs
             stored = self.store.append_event(task_id, context.message)
@@ -354,69 +363,42 @@ class DefaultRequestHandler:
     def create_push_config(
         self, params: PushNotificationConfig, call: CallContext
     ) -> PushNotificationConfig:
-        """CreateTaskPushNotificationConfig (0.3: tasks/pushNotificationConfig/set)."""
-        self._require_push()
+        """CreateTaskPushNotificationConfig (0.3: tasks/pushNotificationConfig/set).
+        Answered without the token and credentials (see :mod:`.push_policy`)."""
+        self._webhooks.require()
         if not params.task_id:
             raise InvalidParams("taskId is required")
         self._owned(params.task_id, call)
-        self._check_push(params.url)
-        return self._save_push(params, params.task_id, call)
+        self._webhooks.check_url(params.url)
+        return self._webhooks.save(
+            params, params.task_id, principal=call.principal.name, revision=call.revision
+        )
 
     def get_push_config(
         self, params: PushConfigParams, call: CallContext
     ) -> PushNotificationConfig:
         """GetTaskPushNotificationConfig (0.3 may omit the config id: the first one)."""
-        self._require_push()
+        self._webhooks.require()
         self._owned(params.task_id, call)
-        if params.config_id:
-            found = self.store.get_push_config(params.task_id, params.config_id)
-        else:
-            configs = self.store.list_push_configs(params.task_id)
-            found = configs[0] if configs else None
-        if found is None:
-            raise TaskNotFound("push notification config not found")
-        return found.config
+        return self._webhooks.get(params.task_id, params.config_id)
 
     def list_push_configs(
         self, params: ListPushConfigsParams, call: CallContext
     ) -> ListPushConfigsResult:
         """ListTaskPushNotificationConfigs."""
-        self._require_push()
+        self._webhooks.require()
         self._owned(params.task_id, call)
-        return ListPushConfigsResult(
-            configs=[c.config for c in self.store.list_push_configs(params.task_id)]
-        )
+        return self._webhooks.list(params.task_id)
 
     def delete_push_config(self, params: PushConfigParams, call: CallContext) -> None:
         """DeleteTaskPushNotificationConfig (deleting a missing config is not an error)."""
-        self._require_push()
+        self._webhooks.require()
         self._owned(params.task_id, call)
         if params.config_id:
             self.store.delete_push_config(params.task_id, params.config_id)
 
-    def _require_push(self) -> None:
-        if not self._push_enabled:
-            raise PushNotificationNotSupported()
-
-    def _check_push(self, url: str) -> None:
-        self._require_push()
-        if self._push is not None:
-            self._push.check_url(url)
-        elif not url.startswith(("http://", "https://")):
-            raise InvalidParams("push notification URL must be http or https")
-
-    def _save_push(
-        self, config: PushNotificationConfig, task_id: str, call: CallContext
-    ) -> PushNotificationConfig:
-        stored = attrs.evolve(config, task_id=task_id, id=config.id or str(uuid.uuid4()))
-        return self.store.set_push_config(stored, revision=call.revision).config
-
     def _on_event(self, stored: StoredTask, event: StreamEvent) -> None:
-        if self._push is None:
-            return
-        configs = self.store.list_push_configs(stored.task.id)
-        if configs:
-            self._push.notify(stored, event, configs)
+        self._webhooks.on_event(stored, event)
 
     # -- extended card ---------------------------------------------------------------------------
 

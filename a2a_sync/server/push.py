@@ -1,8 +1,9 @@
 """Push notifications: POST task updates to the webhooks clients registered.
 
-:class:`PushSender` runs one daemon thread that delivers, per webhook and task, in event
-order (a delivery waiting for a retry holds back the later ones of the same lane, so a
-receiver never sees ``completed`` before ``working``). Each notification is:
+:class:`PushSender` delivers from a small pool of daemon threads (``workers``, 4 by
+default), per webhook and task in event order (a delivery waiting for a retry holds back
+the later ones of the same lane, so a receiver never sees ``completed`` before
+``working``). Each notification is:
 
 * A2A 1.0 configs: the event as a ``StreamResponse`` (``{"statusUpdate": ...}``),
   ``Content-Type: application/a2a+json`` (1.0 §4.3.3);
@@ -10,14 +11,23 @@ receiver never sees ``completed`` before ``working``). Each notification is:
 * ``Authorization: {scheme} {credentials}`` when the config carries authentication, and
   ``X-A2A-Notification-Token`` when it carries a token (what a2a-sdk sends).
 
-Safety (server-side request forgery): only ``http``/``https`` URLs; the host is resolved
-on **every** attempt and refused if *any* address is loopback, private, link-local,
-multicast, reserved or unspecified (IPv4-mapped IPv6 judged as IPv4), unless the operator
-passes ``allow_private=True``; the connection goes to an address that was checked (no
-second lookup an attacker's DNS could answer differently); redirects are never followed
-(a 3xx is a failed delivery). Failures are retried with exponential backoff (5xx, 408,
-429, connection errors); other 4xx are given up at once. Tokens and credentials are never
-logged. Delivery is at least once: receivers must be idempotent.
+One receiver cannot hold up the others:
+
+* ``timeout`` bounds the **whole** attempt (connect, TLS, sending, status line and
+  headers), however slowly the receiver drips its answer (:mod:`._push_http`);
+* a destination (scheme, host and port) gets at most ``per_destination`` workers at once
+  (2), so a slow or dead receiver occupies those and the other workers keep serving
+  every other destination;
+* back-pressure: at most ``destination_queue_limit`` notifications wait per destination
+  (1,000) and ``queue_limit`` in all (10,000); beyond that new notifications are
+  **dropped** (logged, counted in :attr:`PushSender.dropped`), never blocking the agent.
+
+Failures are retried with exponential backoff (5xx, 408, 429, connection errors,
+deadline passed) up to ``max_attempts`` (5); other 4xx, redirects and refused addresses
+are given up at once. Safety against server-side request forgery: see
+:mod:`._push_http` (every resolved address checked, pinned connection, no redirects).
+Tokens and credentials are never logged. Delivery is at least once: receivers must be
+idempotent.
 """
 
 from __future__ import annotations
@@ -28,13 +38,11 @@ import ipaddress
 import itertools
 import logging
 import random
-import socket
-import ssl
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 from urllib.parse import urlsplit
 
 import attrs
@@ -42,15 +50,17 @@ import attrs
 from .._net.jsonrpc import encode
 from ..a2a.codec import V0_3, V1_0
 from ..a2a.types import StreamEvent
-from ..errors import InvalidParams
+from ..errors import ConfigurationError, InvalidParams
+from ._push_http import Deadline, Refused, Resolver, address_blocked, post, system_resolve
+from ._push_http import tls_context as _tls_context
 from .stores.base import StoredPushConfig, StoredTask
 
-__all__ = ["PushSender", "address_blocked"]
+__all__ = ["PushSender", "Resolver", "address_blocked"]
 
 logger = logging.getLogger(__name__)
 
-#: Connect + read limit of one webhook call. Receivers should answer at once (2xx) and
-#: work later; a slow one must not hold the lane for long.
+#: Total limit of one webhook call (connect, TLS, send, answer headers). A2A 1.0 §13.2
+#: recommends 10-30 s; receivers should answer at once (2xx) and work later.
 DEFAULT_PUSH_TIMEOUT: Final = 10.0
 #: Attempts per notification before it is dropped (logged).
 DEFAULT_MAX_ATTEMPTS: Final = 5
@@ -60,38 +70,20 @@ DEFAULT_BACKOFF_BASE: Final = 1.0
 DEFAULT_BACKOFF_MAX: Final = 60.0
 #: Notifications waiting at most; more are dropped (logged) instead of growing memory.
 DEFAULT_QUEUE_LIMIT: Final = 10_000
-#: How long close() waits for the sender thread.
+#: Notifications waiting for one destination at most (a dead receiver cannot fill the
+#: whole queue and make everyone else's notifications drop).
+DEFAULT_DESTINATION_QUEUE_LIMIT: Final = 1_000
+#: Delivery threads.
+DEFAULT_PUSH_WORKERS: Final = 4
+#: Delivery threads one destination may occupy at once.
+DEFAULT_PER_DESTINATION: Final = 2
+#: How long close() waits for the sender threads (plus one delivery's timeout).
 CLOSE_TIMEOUT: Final = 10.0
 
 _RETRY_STATUSES: Final = frozenset({408, 429, 500, 502, 503, 504})
 
-#: ``resolve(host, port)`` -> the IP addresses to try, in order.
-Resolver = Callable[[str, int], list[str]]
-
-
-def address_blocked(ip: str) -> bool:
-    """True for addresses a webhook must not reach: anything but public unicast."""
-    try:
-        addr = ipaddress.ip_address(ip.split("%", 1)[0])
-    except ValueError:
-        return True
-    mapped = getattr(addr, "ipv4_mapped", None)
-    if mapped is not None:
-        addr = mapped
-    return (
-        not addr.is_global
-        or addr.is_loopback
-        or addr.is_link_local
-        or addr.is_multicast
-        or addr.is_reserved
-        or addr.is_unspecified
-        or addr.is_private
-    )
-
-
-def _system_resolve(host: str, port: int) -> list[str]:
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+_Lane = tuple[str, str]  # (task id, config id): deliveries of a lane keep their order
+_Due = tuple[float, int, _Lane]  # (when, tie, lane)
 
 
 @attrs.frozen
@@ -99,27 +91,40 @@ class _Delivery:
     url: str
     body: bytes
     headers: dict[str, str] = attrs.field(repr=False)  # carries credentials
-    lane: tuple[str, str]  # (task id, config id): deliveries of a lane keep their order
+    lane: _Lane
+    destination: str  # scheme://host:port: the unit of fairness and back-pressure
     attempt: int = 0
 
 
-class _Refused(Exception):
-    """A delivery that must not be retried (blocked address, redirect, 4xx)."""
+def _destination(url: str) -> str:
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return url
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
 
 
 class PushSender:
-    """Delivers push notifications from one background thread. Thread-safe.
+    """Delivers push notifications from a pool of daemon threads. Thread-safe.
 
     Args:
         allow_private: Allow webhooks on loopback/private/link-local addresses (tests,
             trusted internal networks).
-        timeout: Connect and read limit of one call.
+        timeout: Total limit of one attempt (connect, TLS, send, answer headers).
         max_attempts: Attempts per notification.
         backoff_base: First retry delay (doubles per attempt).
         backoff_max: Longest retry delay.
-        queue_limit: Most notifications waiting.
+        queue_limit: Most notifications waiting in all.
+        destination_queue_limit: Most notifications waiting for one destination.
+        workers: Delivery threads.
+        per_destination: Delivery threads one destination may use at once.
         resolve: Host resolution (``socket.getaddrinfo`` by default).
         verify: TLS verification: True, or a CA bundle path.
+        clock: Monotonic clock for deadlines and retry times (tests).
+
+    Raises:
+        ConfigurationError: A limit below 1.
     """
 
     def __init__(
@@ -131,32 +136,49 @@ class PushSender:
         backoff_base: float = DEFAULT_BACKOFF_BASE,
         backoff_max: float = DEFAULT_BACKOFF_MAX,
         queue_limit: int = DEFAULT_QUEUE_LIMIT,
+        destination_queue_limit: int = DEFAULT_DESTINATION_QUEUE_LIMIT,
+        workers: int = DEFAULT_PUSH_WORKERS,
+        per_destination: int = DEFAULT_PER_DESTINATION,
         resolve: Resolver | None = None,
         verify: bool | str = True,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if min(max_attempts, queue_limit, destination_queue_limit, workers, per_destination) < 1:
+            raise ConfigurationError(
+                "PushSender: max_attempts, queue limits, workers and per_destination must be >= 1"
+            )
+        if timeout <= 0:
+            raise ConfigurationError("PushSender: timeout must be positive")
         self.allow_private = allow_private
         self._timeout = timeout
         self._max_attempts = max_attempts
         self._backoff_base = backoff_base
         self._backoff_max = backoff_max
         self._queue_limit = queue_limit
-        self._resolve = resolve or _system_resolve
-        self._ssl = ssl.create_default_context(cafile=verify if isinstance(verify, str) else None)
-        if verify is False:
-            self._ssl.check_hostname = False
-            self._ssl.verify_mode = ssl.CERT_NONE
+        self._destination_queue_limit = destination_queue_limit
+        self._per_destination = per_destination
+        self._resolve = resolve or system_resolve
+        self._tls = _tls_context(verify)
+        self._clock = clock
         self._cond = threading.Condition()
-        self._lanes: dict[tuple[str, str], deque[_Delivery]] = {}
-        self._due: list[tuple[float, int, tuple[str, str]]] = []  # (when, tie, lane)
+        self._lanes: dict[_Lane, deque[_Delivery]] = {}
+        self._due: list[_Due] = []
+        self._parked: dict[str, list[_Due]] = {}  # due, but the destination is saturated
+        self._busy: dict[str, int] = {}  # destination -> deliveries in flight
+        self._queued: dict[str, int] = {}  # destination -> notifications waiting
         self._ties = itertools.count()
         self._pending = 0
         self._closed = False
         self._drain_deadline: float | None = None
-        self._thread = threading.Thread(target=self._loop, name="a2a-sync-push", daemon=True)
-        self._thread.start()
         #: Deliveries made / given up (for tests and metrics).
         self.delivered = 0
         self.dropped = 0
+        self._threads = [
+            threading.Thread(target=self._loop, name=f"a2a-sync-push-{i}", daemon=True)
+            for i in range(workers)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     # -- the handler's side --------------------------------------------------------------------
 
@@ -181,7 +203,7 @@ class PushSender:
     def notify(
         self, stored: StoredTask, event: StreamEvent, configs: list[StoredPushConfig]
     ) -> None:
-        """Queue ``event`` for each config (never blocks; drops when the queue is full)."""
+        """Queue ``event`` for each config (never blocks; drops when a queue is full)."""
         bodies: dict[str, bytes] = {}
         for item in configs:
             config = item.config
@@ -201,66 +223,90 @@ class PushSender:
             if auth is not None and auth.credentials:
                 headers["Authorization"] = f"{auth.scheme} {auth.credentials}"
             lane = (stored.task.id, config.id or config.url)
-            self._enqueue(_Delivery(config.url, bodies[item.revision], headers, lane))
+            delivery = _Delivery(
+                config.url, bodies[item.revision], headers, lane, _destination(config.url)
+            )
+            self._enqueue(delivery)
 
     def _enqueue(self, delivery: _Delivery) -> None:
         with self._cond:
             if self._closed:
                 return
-            if self._pending >= self._queue_limit:
+            destination = delivery.destination
+            queued = self._queued.get(destination, 0)
+            if self._pending >= self._queue_limit or queued >= self._destination_queue_limit:
                 self.dropped += 1
                 logger.warning(
-                    "push queue full: notification for task %s dropped", delivery.lane[0]
+                    "push queue full (%s): notification for task %s dropped",
+                    "this webhook" if self._pending < self._queue_limit else "all webhooks",
+                    delivery.lane[0],
                 )
                 return
             self._pending += 1
+            self._queued[destination] = queued + 1
             lane = self._lanes.get(delivery.lane)
             if lane is None:
                 self._lanes[delivery.lane] = deque([delivery])
-                heapq.heappush(self._due, (time.monotonic(), next(self._ties), delivery.lane))
+                heapq.heappush(self._due, (self._clock(), next(self._ties), delivery.lane))
                 self._cond.notify()
             else:
                 lane.append(delivery)
 
-    # -- the sender thread -----------------------------------------------------------------------
+    # -- the sender threads ----------------------------------------------------------------------
+
+    def _next(self) -> tuple[_Lane, _Delivery] | None:
+        """The next delivery to make (``None``: stop). Called holding the lock."""
+        while True:
+            if self._closed and (not self._due or self._draining_done()):
+                return None
+            now = self._clock()
+            while self._due and self._due[0][0] <= now:
+                entry = heapq.heappop(self._due)
+                delivery = self._lanes[entry[2]][0]
+                busy = self._busy.get(delivery.destination, 0)
+                if busy >= self._per_destination:
+                    self._parked.setdefault(delivery.destination, []).append(entry)
+                    continue
+                self._busy[delivery.destination] = busy + 1
+                return entry[2], delivery
+            wait = self._due[0][0] - now if self._due else None
+            if self._drain_deadline is not None:
+                left = max(0.0, self._drain_deadline - now)
+                wait = left if wait is None else min(wait, left)
+            self._cond.wait(wait)
 
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while True:
-                    if self._closed and (not self._due or self._draining_done()):
-                        return
-                    if self._due:
-                        when = self._due[0][0]
-                        wait = when - time.monotonic()
-                        if wait <= 0:
-                            _, _, lane_key = heapq.heappop(self._due)
-                            delivery = self._lanes[lane_key][0]
-                            break
-                        if self._drain_deadline is not None:
-                            wait = min(wait, self._drain_deadline - time.monotonic())
-                        self._cond.wait(max(0.0, wait))
-                    else:
-                        self._cond.wait()
+                job = self._next()
+            if job is None:
+                return
+            lane_key, delivery = job
             try:
                 outcome = self._deliver(delivery)
-            except Exception:  # top of the sender thread: a bug must not stop deliveries
+            except Exception:  # top of a sender thread: a bug must not stop deliveries
                 logger.exception("push delivery failed unexpectedly")
                 outcome = None
             self._settle(lane_key, delivery, outcome)
 
     def _draining_done(self) -> bool:
-        return self._drain_deadline is not None and time.monotonic() >= self._drain_deadline
+        return self._drain_deadline is not None and self._clock() >= self._drain_deadline
 
-    def _settle(
-        self, lane_key: tuple[str, str], delivery: _Delivery, retry_in: float | None
-    ) -> None:
+    def _settle(self, lane_key: _Lane, delivery: _Delivery, retry_in: float | None) -> None:
         with self._cond:
+            destination = delivery.destination
+            self._busy[destination] -= 1
+            if not self._busy[destination]:
+                del self._busy[destination]
+            for entry in self._parked.pop(destination, ()):  # a slot is free again
+                heapq.heappush(self._due, entry)
             lane = self._lanes[lane_key]
             attempt = delivery.attempt + 1
+            now = self._clock()
             if retry_in is not None and attempt < self._max_attempts and not self._closed:
                 lane[0] = attrs.evolve(delivery, attempt=attempt)
-                heapq.heappush(self._due, (time.monotonic() + retry_in, next(self._ties), lane_key))
+                heapq.heappush(self._due, (now + retry_in, next(self._ties), lane_key))
+                self._cond.notify_all()
                 return
             if retry_in is not None:
                 self.dropped += 1
@@ -269,8 +315,11 @@ class PushSender:
                 )
             lane.popleft()
             self._pending -= 1
+            self._queued[destination] -= 1
+            if not self._queued[destination]:
+                del self._queued[destination]
             if lane:
-                heapq.heappush(self._due, (time.monotonic(), next(self._ties), lane_key))
+                heapq.heappush(self._due, (now, next(self._ties), lane_key))
             else:
                 del self._lanes[lane_key]
             self._cond.notify_all()
@@ -281,61 +330,36 @@ class PushSender:
         parts = urlsplit(delivery.url)
         where = f"{parts.scheme}://{parts.hostname}"
         try:
-            status, retry_after = self._post(parts, delivery)
-        except _Refused as exc:
-            self.dropped += 1
+            status, retry_after = post(
+                parts,
+                delivery.body,
+                delivery.headers,
+                deadline=Deadline(self._timeout, self._clock),
+                resolve=self._resolve,
+                allow_private=self.allow_private,
+                tls=self._tls,
+            )
+        except Refused as exc:
+            self._count_drop()
             logger.warning("push notification to %s refused: %s", where, exc)
             return None
         except (OSError, http.client.HTTPException) as exc:
             logger.info("push notification to %s failed: %s", where, type(exc).__name__)
             return self._backoff(delivery.attempt, None)
         if 200 <= status < 300:
-            self.delivered += 1
+            with self._cond:
+                self.delivered += 1
             return None
         if status in _RETRY_STATUSES:
             logger.info("push notification to %s answered %d; will retry", where, status)
             return self._backoff(delivery.attempt, retry_after)
-        self.dropped += 1
+        self._count_drop()
         logger.warning("push notification to %s answered %d; not retried", where, status)
         return None
 
-    def _post(self, parts: Any, delivery: _Delivery) -> tuple[int, float | None]:
-        host = parts.hostname
-        if parts.scheme not in ("http", "https") or not host:
-            raise _Refused("not an http(s) URL")
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        addresses = self._resolve(host, port)
-        if not addresses:
-            raise OSError("no address")
-        if not self.allow_private and any(address_blocked(a) for a in addresses):
-            raise _Refused("the host resolves to a non-public address")
-        path = parts.path or "/"
-        if parts.query:
-            path += "?" + parts.query
-        headers = {**delivery.headers, "Host": parts.netloc.rpartition("@")[2]}
-        last: OSError | None = None
-        for address in addresses:
-            connection = self._connection(parts.scheme, host, address, port)
-            try:
-                connection.request("POST", path, body=delivery.body, headers=headers)
-                response = connection.getresponse()
-                response.read(65536)
-                if 300 <= response.status < 400:
-                    raise _Refused(f"redirect {response.status} not followed")
-                return response.status, _retry_after(response.getheader("Retry-After"))
-            except OSError as exc:
-                last = exc
-            finally:
-                connection.close()
-        assert last is not None
-        raise last
-
-    def _connection(
-        self, scheme: str, host: str, address: str, port: int
-    ) -> http.client.HTTPConnection:
-        if scheme == "https":
-            return _PinnedHTTPS(host, address, port, timeout=self._timeout, context=self._ssl)
-        return _PinnedHTTP(host, address, port, timeout=self._timeout)
+    def _count_drop(self) -> None:
+        with self._cond:
+            self.dropped += 1
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         delay = min(self._backoff_max, self._backoff_base * 2.0**attempt)
@@ -356,42 +380,19 @@ class PushSender:
             return self._cond.wait_for(lambda: self._pending == 0, timeout=timeout)
 
     def close(self, timeout: float = CLOSE_TIMEOUT) -> bool:
-        """Deliver what is due within ``timeout`` (no new retries), then stop the thread."""
+        """Deliver what is due within ``timeout`` (no new retries), then stop the threads.
+
+        A delivery under way when ``timeout`` passes still runs to its own deadline
+        (``timeout`` of the sender), so this may take up to that much longer.
+
+        Returns:
+            True when every sender thread ended.
+        """
         with self._cond:
             self._closed = True
-            self._drain_deadline = time.monotonic() + timeout
+            self._drain_deadline = self._clock() + timeout
             self._cond.notify_all()
-        self._thread.join(timeout + 1.0)
-        return not self._thread.is_alive()
-
-
-class _PinnedHTTP(http.client.HTTPConnection):
-    """Connects to a checked address while the request names the URL's host."""
-
-    def __init__(self, host: str, address: str, port: int, *, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self._address = address
-
-    def connect(self) -> None:
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
-
-
-class _PinnedHTTPS(http.client.HTTPSConnection):
-    """TLS to a checked address, verifying the certificate for the URL's host."""
-
-    def __init__(
-        self, host: str, address: str, port: int, *, timeout: float, context: ssl.SSLContext
-    ) -> None:
-        super().__init__(host, port, timeout=timeout, context=context)
-        self._address = address
-        self._tls = context
-
-    def connect(self) -> None:
-        raw = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._tls.wrap_socket(raw, server_hostname=self.host)
-
-
-def _retry_after(value: str | None) -> float | None:
-    if value is None or not value.strip().isdigit():
-        return None
-    return float(value.strip())
+        end = time.monotonic() + timeout + self._timeout + 1.0
+        for thread in self._threads:
+            thread.join(max(0.0, end - time.monotonic()))
+        return not any(thread.is_alive() for thread in self._threads)

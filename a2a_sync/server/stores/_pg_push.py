@@ -36,6 +36,10 @@ _DELETE: Final = (
     " SELECT pg_notify(%s, task_id) FROM d"
 )
 _GET: Final = "SELECT config, revision FROM a2a_push_configs WHERE task_id = %s AND id = %s"
+_COUNT: Final = (
+    "SELECT count(*) FROM a2a_push_configs p JOIN a2a_tasks t ON t.id = p.task_id"
+    " WHERE t.principal = %s"
+)
 _LIST: Final = "SELECT config, revision FROM a2a_push_configs WHERE task_id = %s ORDER BY created"
 
 
@@ -91,6 +95,10 @@ class PushConfigs:
         deleted = self._query(_DELETE, (task_id, config_id, PUSH_CHANNEL))
         self.forget(task_id)
         return bool(deleted)
+
+    def count(self, principal: str) -> int:
+        """How many configs the principal's tasks have together."""
+        return int(self._query(_COUNT, (principal,))[0][0])
 
     def forget(self, task_id: str | None) -> None:
         """Drop the cached list of ``task_id`` (``None``: of every task)."""

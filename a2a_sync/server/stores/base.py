@@ -337,6 +337,12 @@ class TaskStore(abc.ABC):
     def delete_push_config(self, task_id: str, config_id: str) -> bool:
         """Remove a config; ``False`` when there was none."""
 
+    def count_push_configs(self, principal: str) -> int:
+        """How many push configs the tasks of ``principal`` have together (the per-caller
+        limit of :class:`~a2a_sync.server.push_policy.PushSettings`). The default is 0:
+        a store that does not override it has no per-caller limit."""
+        return 0
+
     # -- several processes ------------------------------------------------------------------
     #
     # A store shared by several worker processes (PostgreSQL) overrides these; the defaults

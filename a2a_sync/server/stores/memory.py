@@ -120,6 +120,15 @@ class InMemoryTaskStore(TaskStore):
         with self._lock:
             return self._push.get(task_id, {}).pop(config_id, None) is not None
 
+    def count_push_configs(self, principal: str) -> int:
+        with self._lock:
+            return sum(
+                len(configs)
+                for task_id, configs in self._push.items()
+                if (record := self._tasks.get(task_id)) is not None
+                and record.principal == principal
+            )
+
     def close(self) -> None:
         self._broker.close()
 

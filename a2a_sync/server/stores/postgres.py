@@ -366,6 +366,9 @@ class PostgresTaskStore(TaskStore):
     def delete_push_config(self, task_id: str, config_id: str) -> bool:
         return self._push.delete(task_id, config_id)
 
+    def count_push_configs(self, principal: str) -> int:
+        return self._push.count(principal)
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def close(self) -> None:

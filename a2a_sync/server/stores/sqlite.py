@@ -387,6 +387,14 @@ class SQLiteTaskStore(TaskStore):
             self._push_cache.pop(task_id, None)
         return bool(deleted and deleted[0])
 
+    def count_push_configs(self, principal: str) -> int:
+        rows = self._read(
+            "SELECT count(*) FROM a2a_push_configs p JOIN a2a_tasks t ON t.id = p.task_id"
+            " WHERE t.principal = ?",
+            (principal,),
+        )
+        return int(rows[0][0])
+
     @staticmethod
     def _push_config(blob: bytes, revision: str) -> StoredPushConfig:
         return StoredPushConfig(V1_0.load_push_config(decode_json(blob)), revision)

@@ -1,0 +1,171 @@
+"""The push-config half of :class:`~a2a_sync.server.handler.DefaultRequestHandler`.
+
+Internal. :class:`Webhooks` checks, stores and answers push configs under the limits and
+the secrets policy of :class:`~a2a_sync.server.push_policy.PushSettings`, and turns each
+stored event into notifications for a :class:`PushNotifier`. The handler checks that the
+caller owns the task first.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from typing import Protocol
+
+import attrs
+
+from ..a2a.types import ListPushConfigsResult, PushNotificationConfig, StreamEvent
+from ..errors import InvalidParams, PushNotificationNotSupported, TaskNotFound
+from .push_policy import PushSettings, SecretBox, SecretUnavailable, redacted
+from .stores.base import StoredPushConfig, StoredTask, TaskStore
+
+__all__ = ["PushNotifier", "Webhooks"]
+
+logger = logging.getLogger("a2a_sync.server.handler")
+
+
+class PushNotifier(Protocol):
+    """Delivers push notifications (see :class:`~a2a_sync.server.push.PushSender`)."""
+
+    def notify(
+        self, stored: StoredTask, event: StreamEvent, configs: list[StoredPushConfig]
+    ) -> None:
+        """Queue ``event`` of ``stored.task`` for every webhook in ``configs``; never blocks."""
+
+    def check_url(self, url: str) -> None:
+        """Refuse a webhook URL at registration (raise InvalidParams)."""
+
+
+class Webhooks:
+    """Push configs of one handler. Thread-safe.
+
+    Args:
+        store: Where configs live.
+        notifier: Delivers notifications (``None``: configs are kept, nothing is sent).
+        enabled: The card declares push notifications.
+        settings: Limits and secrets policy.
+
+    Raises:
+        ConfigurationError: ``settings.encryption_keys`` unusable.
+    """
+
+    def __init__(
+        self,
+        store: TaskStore,
+        notifier: PushNotifier | None,
+        *,
+        enabled: bool,
+        settings: PushSettings,
+    ) -> None:
+        self._store = store
+        self._notifier = notifier
+        self._enabled = enabled
+        self.settings = settings
+        self._secrets = SecretBox(settings.encryption_keys)
+        self._lock = threading.Lock()  # a limit check and its write, together
+
+    def require(self) -> None:
+        """Raises PushNotificationNotSupported when the card does not declare push."""
+        if not self._enabled:
+            raise PushNotificationNotSupported()
+
+    def check_url(self, url: str) -> None:
+        """Refuse a webhook URL at registration (InvalidParams)."""
+        self.require()
+        if self._notifier is not None:
+            self._notifier.check_url(url)
+        elif not url.startswith(("http://", "https://")):
+            raise InvalidParams("push notification URL must be http or https")
+
+    def check_room(self, task_id: str | None, config_id: str | None, principal: str) -> None:
+        """Refuse a new config over the per-task or per-caller limit (a config replacing
+        one with the same id is not new). ``task_id=None``: a task not created yet.
+
+        Raises:
+            InvalidParams: A limit is reached (A2A files quotas under validation errors).
+        """
+        limits = self.settings
+        existing = self._store.list_push_configs(task_id) if task_id else []
+        if config_id and any(c.config.id == config_id for c in existing):
+            return
+        if len(existing) >= limits.max_configs_per_task:
+            raise InvalidParams(
+                f"this task has {limits.max_configs_per_task} push notification configs,"
+                " the most this agent allows: delete one first"
+            )
+        if self._store.count_push_configs(principal) >= limits.max_configs_per_caller:
+            raise InvalidParams(
+                f"you have {limits.max_configs_per_caller} push notification configs,"
+                " the most this agent allows per caller: delete some first"
+            )
+
+    def save(
+        self,
+        config: PushNotificationConfig,
+        task_id: str,
+        *,
+        principal: str,
+        revision: str,
+        checked: bool = False,
+    ) -> PushNotificationConfig:
+        """Store a config (secrets sealed) and answer it without its secrets.
+
+        ``checked``: :meth:`check_room` ran already (a config sent with a message is
+        checked before the message is claimed).
+        """
+        stored = attrs.evolve(config, task_id=task_id, id=config.id or str(uuid.uuid4()))
+        sealed = self._secrets.seal(stored)
+        with self._lock:
+            if not checked:
+                self.check_room(task_id, config.id, principal)
+            self._store.set_push_config(sealed, revision=revision)
+        return redacted(stored)
+
+    def get(self, task_id: str, config_id: str | None) -> PushNotificationConfig:
+        """One config without its secrets (0.3 may omit the id: the first one).
+
+        Raises:
+            TaskNotFound: No such config.
+        """
+        if config_id:
+            found = self._store.get_push_config(task_id, config_id)
+        else:
+            configs = self._store.list_push_configs(task_id)
+            found = configs[0] if configs else None
+        if found is None:
+            raise TaskNotFound("push notification config not found")
+        return redacted(found.config)
+
+    def list(self, task_id: str) -> ListPushConfigsResult:
+        """A task's configs without their secrets."""
+        return ListPushConfigsResult(
+            configs=[redacted(c.config) for c in self._store.list_push_configs(task_id)]
+        )
+
+    def on_event(self, stored: StoredTask, event: StreamEvent) -> None:
+        """Notify the task's webhooks of ``event`` (at most ``max_deliveries_per_event``)."""
+        if self._notifier is None:
+            return
+        configs = self._store.list_push_configs(stored.task.id)
+        if not configs:
+            return
+        most = self.settings.max_deliveries_per_event
+        if len(configs) > most:
+            logger.warning(
+                "task %s has %d push configs; notifying the first %d (max_deliveries_per_event)",
+                stored.task.id,
+                len(configs),
+                most,
+            )
+            configs = configs[:most]
+        opened = []
+        for item in configs:
+            try:
+                opened.append(attrs.evolve(item, config=self._secrets.open(item.config)))
+            except SecretUnavailable as exc:
+                logger.warning(
+                    "push config %s of task %s skipped: %s", item.config.id, stored.task.id, exc
+                )
+        if opened:
+            self._notifier.notify(stored, event, opened)
