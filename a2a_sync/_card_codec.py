@@ -146,7 +146,53 @@ def load_card(obj: Any) -> AgentCard:
     """See :func:`a2a_sync._codec.load_card`."""
     if obj.__class__ is not dict:
         raise ProtocolError("invalid agent card", details=["expected a JSON object @ $"])
-    return V1_0.load(_to_v1_layout(obj), AgentCard)
+    card: AgentCard = V1_0.load(_to_v1_layout(obj), AgentCard)
+    empty = _empty_urls(card)
+    if empty:
+        # An empty URL is no URL: "" resolves to the card's own address, and signatures
+        # drop empty values, so it could be added to a signed card unnoticed (issue 20).
+        raise ProtocolError("invalid agent card", details=[f"empty URL @ {p}" for p in empty])
+    return card
+
+
+def _empty_urls(card: AgentCard) -> list[str]:
+    """JSON paths of the card's URL fields holding an empty string."""
+    found = [
+        f"$.supportedInterfaces[{i}].url"
+        for i, iface in enumerate(card.supported_interfaces)
+        if not iface.url.strip()
+    ]
+    for key, value in (("documentationUrl", card.documentation_url), ("iconUrl", card.icon_url)):
+        if value is not None and not value.strip():
+            found.append(f"$.{key}")
+    for name, scheme in card.security_schemes.items():
+        where = f"$.securitySchemes.{name}"
+        if (
+            isinstance(scheme, OpenIdConnectSecurityScheme)
+            and not scheme.open_id_connect_url.strip()
+        ):
+            found.append(f"{where}.openIdConnectUrl")
+        if isinstance(scheme, OAuth2SecurityScheme):
+            if scheme.oauth2_metadata_url is not None and not scheme.oauth2_metadata_url.strip():
+                found.append(f"{where}.oauth2MetadataUrl")
+            for flow_name in (
+                "authorization_code",
+                "client_credentials",
+                "device_code",
+                "implicit",
+                "password",
+            ):
+                flow = getattr(scheme.flows, flow_name)
+                for url_name in (
+                    "authorization_url",
+                    "token_url",
+                    "device_authorization_url",
+                    "refresh_url",
+                ):
+                    value = getattr(flow, url_name) if flow is not None else None
+                    if value is not None and not value.strip():
+                        found.append(f"{where}.flows.{flow_name}.{url_name}")
+    return found
 
 
 def _to_v1_layout(obj: dict[str, Any]) -> dict[str, Any]:

@@ -307,7 +307,9 @@ def sign_card(
     protected = _b64url(canonicalize(protected_header))
     signing_input = f"{protected}.{_b64url(signing_payload(model))}".encode("ascii")
     signature = AgentCardSignature(
-        protected=protected, signature=_b64url(_jws_keys.sign(alg, key, signing_input)), header=header
+        protected=protected,
+        signature=_b64url(_jws_keys.sign(alg, key, signing_input)),
+        header=header,
     )
     if isinstance(card, AgentCard):
         return attrs.evolve(card, signatures=[*card.signatures, signature])

@@ -393,7 +393,7 @@ def test_private_keys_in_der_and_pem_sign_and_their_public_halves_verify(
 ) -> None:
     from cryptography.hazmat.primitives import serialization
 
-    private, public = keys["ES256"]
+    private = keys["ES256"][0]
     der_private = private.private_bytes(
         serialization.Encoding.DER,
         serialization.PrivateFormat.PKCS8,
