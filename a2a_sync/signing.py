@@ -227,9 +227,10 @@ def _signed_form(card_json: Mapping[str, Any]) -> dict[str, Any]:
     """What a signature covers: the card JSON minus ``signatures``, empty values dropped."""
     body = {k: v for k, v in card_json.items() if k != "signatures"}
     try:
-        return _drop_empty(body) or {}  # type: ignore[no-any-return]
+        form: dict[str, Any] = _drop_empty(body) or {}
     except RecursionError:
         raise ConfigurationError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    return form
 
 
 def signing_payload(card: AgentCard) -> bytes:

@@ -46,7 +46,8 @@ def key() -> ec.EllipticCurvePrivateKey:
 
 @pytest.fixture
 def verifier(key: ec.EllipticCurvePrivateKey) -> Callable[[Any], AgentCard]:
-    return signing.card_verifier({KID: key.public_key()}.get, algorithms=["ES256"])
+    keys = {KID: key.public_key()}
+    return signing.card_verifier(lambda kid, jku: keys.get(kid or ""), algorithms=["ES256"])
 
 
 @pytest.fixture
