@@ -22,7 +22,7 @@ import pytest
 import requests
 
 from a2a_sync import signing
-from a2a_sync._codec import dump_card
+from a2a_sync._codec import dump_card, load_card
 from a2a_sync.client import A2AClient, BearerToken, ResilientA2AClient
 from a2a_sync.errors import ConfigurationError, ProtocolError, SignatureError
 from a2a_sync.server import A2AApplication, BearerTokens
@@ -451,3 +451,61 @@ def test_the_extended_card_is_verified_like_the_public_one(
                 with pytest.raises(SignatureError):
                     client.get_extended_card()
                 assert client.extended_card is None
+
+
+# --- the class: every URL field of a card refuses "" ---------------------------------------------
+
+
+_V1_BASE: Card = {
+    "name": "x",
+    "supportedInterfaces": [
+        {"url": "https://a.example/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("card", "path"),
+    [
+        ({**_V1_BASE, "supportedInterfaces": [{"url": " "}]}, "$.supportedInterfaces[0].url"),
+        ({**_V1_BASE, "documentationUrl": ""}, "$.documentationUrl"),
+        ({**_V1_BASE, "iconUrl": ""}, "$.iconUrl"),
+        (
+            {
+                **_V1_BASE,
+                "securitySchemes": {"o": {"openIdConnectSecurityScheme": {"openIdConnectUrl": ""}}},
+            },
+            "$.securitySchemes.o.openIdConnectUrl",
+        ),
+        (
+            {
+                **_V1_BASE,
+                "securitySchemes": {
+                    "o": {
+                        "oauth2SecurityScheme": {
+                            "flows": {"clientCredentials": {"tokenUrl": "", "scopes": {}}}
+                        }
+                    }
+                },
+            },
+            "$.securitySchemes.o.flows.client_credentials.token_url",
+        ),
+        (
+            {"name": "x", "url": "", "protocolVersion": "0.3.0"},
+            "$.supportedInterfaces[0].url",
+        ),
+        (
+            {
+                "name": "x",
+                "url": "https://a.example/",
+                "additionalInterfaces": [{"url": "", "transport": "JSONRPC"}],
+            },
+            "$.supportedInterfaces[1].url",
+        ),
+    ],
+    ids=["interface", "documentation", "icon", "oidc", "oauth-token", "v03-url", "v03-extra"],
+)
+def test_an_empty_url_anywhere_in_a_card_is_invalid_input(card: Card, path: str) -> None:
+    with pytest.raises(ProtocolError) as caught:
+        load_card(card)
+    assert caught.value.details == [f"empty URL @ {path}"]
