@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
+
 from ._codec import V1_0
 from ._converters import WireError
 from .errors import ConfigurationError, ProtocolError
@@ -27,6 +29,7 @@ from .types import (
     HTTPAuthSecurityScheme,
     MutualTLSSecurityScheme,
     OAuth2SecurityScheme,
+    OAuthFlow,
     OAuthFlows,
     OpenIdConnectSecurityScheme,
     SecurityScheme,
@@ -175,23 +178,14 @@ def _empty_urls(card: AgentCard) -> list[str]:
         if isinstance(scheme, OAuth2SecurityScheme):
             if scheme.oauth2_metadata_url is not None and not scheme.oauth2_metadata_url.strip():
                 found.append(f"{where}.oauth2MetadataUrl")
-            for flow_name in (
-                "authorization_code",
-                "client_credentials",
-                "device_code",
-                "implicit",
-                "password",
-            ):
-                flow = getattr(scheme.flows, flow_name)
-                for url_name in (
-                    "authorization_url",
-                    "token_url",
-                    "device_authorization_url",
-                    "refresh_url",
-                ):
-                    value = getattr(flow, url_name) if flow is not None else None
-                    if value is not None and not value.strip():
-                        found.append(f"{where}.flows.{flow_name}.{url_name}")
+            for flow_field in attrs.fields(OAuthFlows):
+                flow = getattr(scheme.flows, flow_field.name)
+                for url_field in attrs.fields(OAuthFlow) if flow is not None else ():
+                    value = getattr(flow, url_field.name)
+                    if url_field.name.endswith("_url") and value is not None and not value.strip():
+                        found.append(
+                            f"{where}.flows.{_camel(flow_field.name)}.{_camel(url_field.name)}"
+                        )
     return found
 
 
@@ -339,6 +333,11 @@ def _scheme_v03(scheme: SecurityScheme) -> dict[str, Any]:
         body["flows"] = flows
     body["type"] = _TYPE_OF_SCHEME_V03[type(scheme)]
     return body
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
 
 
 def _snake(name: str) -> str:

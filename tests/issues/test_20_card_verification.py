@@ -488,7 +488,7 @@ _V1_BASE: Card = {
                     }
                 },
             },
-            "$.securitySchemes.o.flows.client_credentials.token_url",
+            "$.securitySchemes.o.flows.clientCredentials.tokenUrl",
         ),
         (
             {"name": "x", "url": "", "protocolVersion": "0.3.0"},
