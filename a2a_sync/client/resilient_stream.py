@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._accumulate import accumulate
+from .._redact import redact_url
 from ..errors import (
     A2ASyncError,
     AllAgentsFailed,
@@ -219,7 +220,7 @@ class ResilientTaskStream:
                 delay = self._resend_delay(exc)
                 if delay is None:
                     raise
-            logger.debug("resending message %s to %s", message.message_id, agent.url)
+            logger.debug("resending message %s to %s", message.message_id, redact_url(agent.url))
             self._wait(delay)
 
     def _resend_delay(self, exc: A2ASyncError) -> float | None:
