@@ -62,6 +62,8 @@ import builtins
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ._redact import redact_url, scrub
+
 __all__ = [
     "EXCERPT_LIMIT",
     "A2ASyncError",
@@ -155,8 +157,8 @@ class TransportError(A2ASyncError):
     outcome_unknown: ClassVar[bool] = False
 
     def __init__(self, message: str, *, url: str | None = None, attempts: int = 1) -> None:
-        super().__init__(message)
-        self.url = url
+        super().__init__(scrub(message, url))  # no userinfo or query values in messages
+        self.url = redact_url(url) if url is not None else None
         self.attempts = attempts
 
 
@@ -275,10 +277,10 @@ class HTTPStatusError(A2ASyncError):
         retry_after: float | None = None,
         content_type: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(scrub(message, url))  # no userinfo or query values in messages
         self.status_code = status_code
         self.body = body
-        self.url = url
+        self.url = redact_url(url) if url is not None else None
         self.retry_after = retry_after
         self.content_type = content_type
 
@@ -603,7 +605,10 @@ class AllAgentsFailed(A2ASyncError):
 
     def __init__(self, failures: Sequence[tuple[str, BaseException]]) -> None:
         self.failures = list(failures)
-        lines = [f"  {url}: {type(exc).__name__}: {exc}" for url, exc in self.failures]
+        lines = [
+            f"  {redact_url(url)}: {type(exc).__name__}: {scrub(str(exc), url)}"
+            for url, exc in self.failures
+        ]
         super().__init__(
             f"all {len(self.failures)} agent(s) failed, in order tried:\n" + "\n".join(lines)
         )

@@ -52,6 +52,7 @@ import urllib3.connectionpool
 import urllib3.exceptions as uex
 
 from .. import _constants as C
+from .._redact import has_secrets, redact_url, scrub
 from .._version import __version__
 from ..errors import (
     A2ASyncError,
@@ -344,7 +345,7 @@ class HTTPTransport:
                     raise
                 with self._translate(url, call):
                     wait_before_retry(policy, call, self._sleep, call.attempts)
-                logger.debug("%s %s: body broke off, sending again", method, url)
+                logger.debug("%s %s: body broke off, sending again", method, redact_url(url))
                 call.attempts += 1
                 continue
             except BaseException:
@@ -468,7 +469,8 @@ class HTTPTransport:
             response.close()
             raise RedirectRefused(
                 f"{method} {url} answered {response.status_code} redirecting to "
-                f"{location!r}; redirects are not followed (credentials must not reach "
+                f"{redact_url(location) if location else location!r}; redirects are not "
+                "followed (credentials must not reach "
                 "another origin): configure the target URL directly",
                 url=url,
                 location=location,
@@ -533,7 +535,8 @@ class HTTPTransport:
                 f"{url}: {exc}", url=url, attempts=call.attempts, timeout=None
             ) from exc
         except (rex.RequestException, uex.HTTPError, OSError, ValueError) as exc:
-            raise _translate_exception(exc, url, call) from exc
+            # The foreign message may quote the URL's secrets: then it does not ride along.
+            raise _translate_exception(exc, url, call) from (None if has_secrets(url) else exc)
 
 
 def _check_header(name: str, value: str) -> None:
@@ -585,7 +588,7 @@ def _translate_exception(exc: BaseException, url: str, call: Call) -> A2ASyncErr
     detail = _describe(root)
     deadline_passed = call.deadline is not None and time.monotonic() >= call.deadline
     if isinstance(exc, (rex.InvalidURL, rex.MissingSchema, rex.InvalidSchema, rex.InvalidHeader)):
-        return ConfigurationError(f"invalid request for {url!r}: {exc}")
+        return ConfigurationError(scrub(f"invalid request for {url!r}: {exc}", url))
     if isinstance(root, uex.ConnectTimeoutError) and not isinstance(root, uex.NewConnectionError):
         return ConnectTimeout(f"{url}: connect timed out", url=url, attempts=attempts)
     if isinstance(
@@ -606,7 +609,7 @@ def _translate_exception(exc: BaseException, url: str, call: Call) -> A2ASyncErr
             )
         return ReadTimeout(f"{url}: read timed out", url=url, attempts=attempts)
     if isinstance(root, uex.DecodeError) or isinstance(exc, rex.ContentDecodingError):
-        return ProtocolError(f"{url}: undecodable response body ({detail})")
+        return ProtocolError(scrub(f"{url}: undecodable response body ({detail})", url))
     return ConnectionLost(
         f"{url}: connection lost after the request was sent ({detail})",
         url=url,

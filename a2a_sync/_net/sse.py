@@ -33,6 +33,7 @@ from typing import Final
 import attrs
 
 from .. import _constants as C
+from .._redact import redact_url
 from ..errors import (
     A2ASyncError,
     Cancelled,
@@ -337,7 +338,7 @@ class SSEStream:
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
-        return f"<SSEStream {self._request.method} {self._request.url} {state}>"
+        return f"<SSEStream {self._request.method} {redact_url(self._request.url)} {state}>"
 
     # -- reader side ---------------------------------------------------------------------------
 
@@ -401,7 +402,7 @@ class SSEStream:
             return
         body = response.read_body(_ERROR_BODY_LIMIT)
         raise ProtocolError(
-            f"expected an event stream from {response.url}, got "
+            f"expected an event stream from {redact_url(response.url)}, got "
             f"{content_type or 'no Content-Type'}",
             excerpt=excerpt(body),
         )
@@ -527,7 +528,7 @@ class SSEStream:
                         last_event_id=decoder.last_event_id or None,
                     )
                 delay = self._policy.delay(failures, decoder.retry)
-                logger.debug("reconnecting %s in %.3f s", request.url, delay)
+                logger.debug("reconnecting %s in %.3f s", redact_url(request.url), delay)
                 if self._wait(delay):
                     return None
                 try:
@@ -536,7 +537,7 @@ class SSEStream:
                     if not _worth_retrying(exc):
                         return exc  # reconnecting cannot help
                     failure = exc
-                    logger.debug("reconnect to %s failed: %s", request.url, exc)
+                    logger.debug("reconnect to %s failed: %s", redact_url(request.url), exc)
                 except ProtocolError as exc:
                     return exc  # not an event stream: stop (WHATWG "fail the connection")
             with self._lock:

@@ -13,7 +13,9 @@ Public entry points are :func:`load_card` and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
+
+import attrs
 
 from ..errors import ConfigurationError, ProtocolError
 from .card_hooks import SCHEME_TYPES_V03
@@ -24,11 +26,11 @@ from .types import (
     AgentInterface,
     APIKeySecurityScheme,
     OAuth2SecurityScheme,
+    OAuthFlow,
+    OAuthFlows,
+    OpenIdConnectSecurityScheme,
     SecurityScheme,
 )
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["dump_card", "load_card"]
 
@@ -46,7 +48,44 @@ def load_card(obj: Any) -> AgentCard:
     """See :func:`a2a_sync.a2a.codec.load_card`."""
     if obj.__class__ is not dict:
         raise ProtocolError("invalid agent card", details=["expected a JSON object @ $"])
-    return V1_0.load(_to_v1_layout(obj), AgentCard)
+    card: AgentCard = V1_0.load(_to_v1_layout(obj), AgentCard)
+    empty = _empty_urls(card)
+    if empty:
+        # An empty URL is no URL: "" resolves to the card's own address, and signatures
+        # drop empty values, so it could be added to a signed card unnoticed (issue 20).
+        raise ProtocolError("invalid agent card", details=[f"empty URL @ {p}" for p in empty])
+    return card
+
+
+def _empty_urls(card: AgentCard) -> list[str]:
+    """JSON paths of the card's URL fields holding an empty string."""
+    found = [
+        f"$.supportedInterfaces[{i}].url"
+        for i, iface in enumerate(card.supported_interfaces)
+        if not iface.url.strip()
+    ]
+    for key, value in (("documentationUrl", card.documentation_url), ("iconUrl", card.icon_url)):
+        if value is not None and not value.strip():
+            found.append(f"$.{key}")
+    for name, scheme in card.security_schemes.items():
+        where = f"$.securitySchemes.{name}"
+        if (
+            isinstance(scheme, OpenIdConnectSecurityScheme)
+            and not scheme.open_id_connect_url.strip()
+        ):
+            found.append(f"{where}.openIdConnectUrl")
+        if isinstance(scheme, OAuth2SecurityScheme):
+            if scheme.oauth2_metadata_url is not None and not scheme.oauth2_metadata_url.strip():
+                found.append(f"{where}.oauth2MetadataUrl")
+            for flow_field in attrs.fields(OAuthFlows):
+                flow = getattr(scheme.flows, flow_field.name)
+                for url_field in attrs.fields(OAuthFlow) if flow is not None else ():
+                    value = getattr(flow, url_field.name)
+                    if url_field.name.endswith("_url") and value is not None and not value.strip():
+                        found.append(
+                            f"{where}.flows.{_camel(flow_field.name)}.{_camel(url_field.name)}"
+                        )
+    return found
 
 
 def _to_v1_layout(obj: dict[str, Any]) -> dict[str, Any]:
@@ -193,6 +232,11 @@ def _scheme_v03(scheme: SecurityScheme) -> dict[str, Any]:
         body["flows"] = flows
     body["type"] = _TYPE_OF_SCHEME_V03[type(scheme)]
     return body
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.title() for word in rest)
 
 
 def _snake(name: str) -> str:

@@ -17,10 +17,16 @@ including non-ASCII cards. When verifying raw JSON, a signature over the receive
 document itself (minus ``signatures``, empty values dropped) is accepted too, for signers
 that canonicalize the JSON they serve.
 
+:func:`verify_card` returns the card rebuilt from the JSON the valid signature covers, so
+what the caller uses is exactly what was signed; members a signature cannot cover (empty
+values, and in the 1.0 form the 0.3 fields and unknown members) are not in it.
+Key selection uses the protected header only. Key rules: see :mod:`a2a_sync.a2a.jws_keys`.
+
 Algorithms: ``HS256/384/512`` use the standard library; ``RS*``, ``PS*``, ``ES256/384/512``
 and ``EdDSA`` (Ed25519/Ed448) need the ``cryptography`` package (extra
-``a2a-sync[signing]``). Keys are ``cryptography`` key objects or PEM text/bytes (HMAC:
-the secret as bytes or str, at least as long as the hash output).
+``a2a-sync[signing]``). Keys are ``cryptography`` key objects or PEM/DER/OpenSSH
+text/bytes (HMAC: the secret as bytes or str, at least as long as the hash output; key
+material is never accepted as a secret).
 
 All functions are pure and thread-safe.
 """
@@ -29,18 +35,17 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from json.encoder import encode_basestring
-from types import SimpleNamespace
 from typing import Any, Final, TypeVar
 
 import attrs
 
 from ..errors import ConfigurationError, ProtocolError, SignatureError
+from . import jws_keys as _jws_keys
+from .jws_keys import HMAC_ALGORITHMS, PUBLIC_KEY_ALGORITHMS
 from .types import AgentCard, AgentCardSignature
 
 __all__ = [
@@ -48,6 +53,7 @@ __all__ = [
     "PUBLIC_KEY_ALGORITHMS",
     "KeyProvider",
     "canonicalize",
+    "card_verifier",
     "parse_json",
     "signing_payload",
     "sign_card",
@@ -59,22 +65,6 @@ CardT = TypeVar("CardT", AgentCard, dict[str, Any])
 #: ``key_provider(kid, jku)`` returns the verification key, or ``None`` when unknown.
 KeyProvider = Callable[[str | None, str | None], Any]
 
-#: HMAC algorithms (standard library).
-HMAC_ALGORITHMS: Final = {"HS256": "sha256", "HS384": "sha384", "HS512": "sha512"}
-#: Public-key algorithms (need ``cryptography``): name -> (family, hash).
-PUBLIC_KEY_ALGORITHMS: Final = {
-    "RS256": ("RSA", "SHA256"),
-    "RS384": ("RSA", "SHA384"),
-    "RS512": ("RSA", "SHA512"),
-    "PS256": ("PSS", "SHA256"),
-    "PS384": ("PSS", "SHA384"),
-    "PS512": ("PSS", "SHA512"),
-    "ES256": ("EC", "SHA256"),
-    "ES384": ("EC", "SHA384"),
-    "ES512": ("EC", "SHA512"),
-    "EdDSA": ("OKP", ""),
-}
-_EC_CURVES: Final = {"ES256": "secp256r1", "ES384": "secp384r1", "ES512": "secp521r1"}
 #: Deepest object/array nesting canonicalized: far beyond any real card, far below the stack.
 MAX_DEPTH: Final = 128
 _MAX_SAFE_INTEGER: Final = 2**53
@@ -233,12 +223,14 @@ def _drop_empty(value: Any) -> Any:
     return value
 
 
-def _payload_of(card_json: Mapping[str, Any]) -> bytes:
+def _signed_form(card_json: Mapping[str, Any]) -> dict[str, Any]:
+    """What a signature covers: the card JSON minus ``signatures``, empty values dropped."""
     body = {k: v for k, v in card_json.items() if k != "signatures"}
     try:
-        return canonicalize(_drop_empty(body) or {})
+        form: dict[str, Any] = _drop_empty(body) or {}
     except RecursionError:
         raise ConfigurationError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    return form
 
 
 def signing_payload(card: AgentCard) -> bytes:
@@ -249,7 +241,7 @@ def signing_payload(card: AgentCard) -> bytes:
     """
     from .card_codec import dump_card  # noqa: PLC0415 - keeps `import a2a_sync.signing` light
 
-    return _payload_of(dump_card(card, "1.0"))
+    return canonicalize(_signed_form(dump_card(card, "1.0")))
 
 
 # --- JWS -----------------------------------------------------------------------------------------
@@ -263,145 +255,6 @@ def _b64url_decode(text: str) -> bytes:
     if text.__class__ is not str or "=" in text:
         raise ValueError("not base64url")
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def _crypto(alg: str) -> Any:
-    """The ``cryptography`` pieces used here (an optional dependency, imported on use)."""
-    try:
-        from cryptography.exceptions import InvalidSignature  # noqa: PLC0415 - optional
-        from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
-        from cryptography.hazmat.primitives.asymmetric import (  # noqa: PLC0415
-            ec,
-            ed448,
-            ed25519,
-            padding,
-            rsa,
-            utils,
-        )
-    except ImportError:
-        raise ConfigurationError(
-            f"{alg} signatures need the 'cryptography' package (pip install 'a2a-sync[signing]')"
-        ) from None
-    return SimpleNamespace(
-        InvalidSignature=InvalidSignature,
-        hashes=hashes,
-        serialization=serialization,
-        ec=ec,
-        ed448=ed448,
-        ed25519=ed25519,
-        padding=padding,
-        rsa=rsa,
-        utils=utils,
-    )
-
-
-def _hmac_key(alg: str, key: Any) -> bytes:
-    if isinstance(key, str):
-        key = key.encode("utf-8")
-    if not isinstance(key, bytes):
-        raise _KeyMismatch(f"{alg} needs a secret as bytes or str")
-    if key.lstrip().startswith((b"-----BEGIN", b"ssh-", b"ecdsa-")):
-        # A public key used as an HMAC secret is the classic algorithm-confusion attack.
-        raise _KeyMismatch(f"{alg} needs a shared secret, not a PEM/SSH key")
-    if len(key) < hashlib.new(HMAC_ALGORITHMS[alg]).digest_size:
-        raise ConfigurationError(f"{alg} secret is shorter than the hash output (RFC 7518 §3.2)")
-    return key
-
-
-def _asymmetric_key(alg: str, key: Any, *, private: bool) -> Any:
-    """Normalize and type-check a key for a public-key algorithm."""
-    c = _crypto(alg)
-    if isinstance(key, str):
-        key = key.encode("utf-8")
-    if isinstance(key, bytes):
-        try:
-            key = (
-                c.serialization.load_pem_private_key(key, password=None)
-                if private or b"PRIVATE KEY" in key
-                else c.serialization.load_pem_public_key(key)
-            )
-        except (ValueError, TypeError) as exc:
-            raise ConfigurationError(f"{alg} key is not a usable PEM key") from exc
-    family = PUBLIC_KEY_ALGORITHMS[alg][0]
-    if family in ("RSA", "PSS"):
-        kinds: tuple[type, ...] = (c.rsa.RSAPrivateKey, c.rsa.RSAPublicKey)
-    elif family == "EC":
-        kinds = (c.ec.EllipticCurvePrivateKey, c.ec.EllipticCurvePublicKey)
-    else:
-        kinds = (
-            c.ed25519.Ed25519PrivateKey,
-            c.ed25519.Ed25519PublicKey,
-            c.ed448.Ed448PrivateKey,
-            c.ed448.Ed448PublicKey,
-        )
-    if not isinstance(key, kinds):
-        raise _KeyMismatch(f"key type does not match {alg}")
-    return _check_key_use(alg, key, private=private)
-
-
-def _check_key_use(alg: str, key: Any, *, private: bool) -> Any:
-    if PUBLIC_KEY_ALGORITHMS[alg][0] == "EC" and key.curve.name != _EC_CURVES[alg]:
-        raise _KeyMismatch(f"{alg} needs a {_EC_CURVES[alg]} key")
-    has_private = hasattr(key, "private_bytes")
-    if private and not has_private:
-        raise ConfigurationError(f"signing with {alg} needs a private key")
-    return key.public_key() if not private and has_private else key
-
-
-class _KeyMismatch(ConfigurationError):
-    """The key does not fit the algorithm (possible algorithm confusion)."""
-
-
-def _sign(alg: str, key: Any, data: bytes) -> bytes:
-    if alg in HMAC_ALGORITHMS:
-        return hmac.new(_hmac_key(alg, key), data, HMAC_ALGORITHMS[alg]).digest()
-    if alg not in PUBLIC_KEY_ALGORITHMS:
-        raise ConfigurationError(f"unsupported JWS algorithm {alg!r}")
-    key = _asymmetric_key(alg, key, private=True)
-    c = _crypto(alg)
-    family, hash_name = PUBLIC_KEY_ALGORITHMS[alg]
-    if family == "OKP":
-        return key.sign(data)  # type: ignore[no-any-return]
-    digest = getattr(c.hashes, hash_name)()
-    if family == "RSA":
-        return key.sign(data, c.padding.PKCS1v15(), digest)  # type: ignore[no-any-return]
-    if family == "PSS":
-        pss = c.padding.PSS(mgf=c.padding.MGF1(digest), salt_length=digest.digest_size)
-        return key.sign(data, pss, digest)  # type: ignore[no-any-return]
-    r: int
-    s: int
-    r, s = c.utils.decode_dss_signature(key.sign(data, c.ec.ECDSA(digest)))
-    size = (key.curve.key_size + 7) // 8
-    return r.to_bytes(size, "big") + s.to_bytes(size, "big")
-
-
-def _verify(alg: str, key: Any, data: bytes, signature: bytes) -> bool:
-    if alg in HMAC_ALGORITHMS:
-        expected = hmac.new(_hmac_key(alg, key), data, HMAC_ALGORITHMS[alg]).digest()
-        return hmac.compare_digest(expected, signature)
-    key = _asymmetric_key(alg, key, private=False)
-    c = _crypto(alg)
-    family, hash_name = PUBLIC_KEY_ALGORITHMS[alg]
-    try:
-        if family == "OKP":
-            key.verify(signature, data)
-            return True
-        digest = getattr(c.hashes, hash_name)()
-        if family == "RSA":
-            key.verify(signature, data, c.padding.PKCS1v15(), digest)
-        elif family == "PSS":
-            pss = c.padding.PSS(mgf=c.padding.MGF1(digest), salt_length=digest.digest_size)
-            key.verify(signature, data, pss, digest)
-        else:
-            size = (key.curve.key_size + 7) // 8
-            if len(signature) != 2 * size:
-                return False
-            r = int.from_bytes(signature[:size], "big")
-            s = int.from_bytes(signature[size:], "big")
-            key.verify(c.utils.encode_dss_signature(r, s), data, c.ec.ECDSA(digest))
-    except c.InvalidSignature:
-        return False
-    return True
 
 
 def _check_algorithms(algorithms: Iterable[str]) -> frozenset[str]:
@@ -456,7 +309,9 @@ def sign_card(
     protected = _b64url(canonicalize(protected_header))
     signing_input = f"{protected}.{_b64url(signing_payload(model))}".encode("ascii")
     signature = AgentCardSignature(
-        protected=protected, signature=_b64url(_sign(alg, key, signing_input)), header=header
+        protected=protected,
+        signature=_b64url(_jws_keys.sign(alg, key, signing_input)),
+        header=header,
     )
     if isinstance(card, AgentCard):
         return attrs.evolve(card, signatures=[*card.signatures, signature])
@@ -470,31 +325,46 @@ def verify_card(
     key_provider: KeyProvider,
     *,
     algorithms: Iterable[str],
+    allow_mixed_key_types: bool = False,
 ) -> AgentCard:
-    """Check that at least one of the card's signatures verifies.
+    """Check that at least one of the card's signatures verifies, and return the card
+    *as signed*.
+
+    The returned card is built from exactly the JSON the valid signature covers (the
+    signed payload, empty values dropped), never from the document as served: a member
+    the signature does not cover (an added ``{"url": ""}`` interface, an empty
+    ``securityRequirements`` hiding a 0.3 card's ``security``) cannot reach the caller.
+    Use the returned card, not your own parse of the JSON.
 
     Args:
         card: The card: raw JSON text/bytes (parsed strictly: duplicate keys are refused),
             decoded JSON, or an :class:`AgentCard`.
         key_provider: ``key_provider(kid, jku)`` returns the verification key for a
-            signature's key id and JWK Set URL, or ``None`` if it has none. Fetching a
-            ``jku`` URL, and trusting it, is the provider's decision.
+            signature's key id and JWK Set URL, or ``None`` if it has none. Both come
+            from the signature's *protected* header only (unprotected ``kid``/``jku``
+            are ignored). Fetching a ``jku`` URL, and trusting it, is the provider's
+            decision.
         algorithms: Algorithms to accept (e.g. ``["ES256"]``), never inferred from the
             signature; ``"none"`` is not a JWS algorithm here.
+        allow_mixed_key_types: Allow HMAC and public-key algorithms together. Only for a
+            provider that returns each kid's own key type (a public key handed out for
+            an ``HS256`` signature is refused anyway).
 
     Returns:
-        The card as an :class:`AgentCard`.
+        The signed card as an :class:`AgentCard` (with its ``signatures``).
 
     Raises:
         SignatureError: The card is unsigned, or no signature verifies (the message lists
             why each was rejected), or raw JSON is malformed.
-        ProtocolError: The JSON is not a valid agent card.
-        ConfigurationError: ``algorithms`` is empty or unknown, ``cryptography`` is missing,
-            or the provider returned an unusable key (e.g. a too-short HMAC secret).
+        ProtocolError: The JSON (or the signed content) is not a valid agent card.
+        ConfigurationError: ``algorithms`` is empty, unknown or mixes HMAC with public-key
+            algorithms, ``cryptography`` is missing, or the provider returned an unusable
+            key (e.g. a too-short HMAC secret).
     """
     from .card_codec import load_card  # noqa: PLC0415 - keeps the import light
 
     allowed = _check_algorithms(algorithms)
+    _jws_keys.check_key_mix(allowed, allow_mixed_key_types=allow_mixed_key_types)
     raw: Mapping[str, Any] | None = None
     if isinstance(card, (str, bytes)):
         try:
@@ -507,21 +377,54 @@ def verify_card(
     if not model.signatures:
         raise SignatureError("agent card is not signed")
     try:
-        payloads = [signing_payload(model)]
+        from .card_codec import dump_card  # noqa: PLC0415 - keeps the import light
+
+        signed_forms = [_signed_form(dump_card(model, "1.0"))]
         if raw is not None and isinstance(raw, Mapping):
-            as_served = _payload_of(raw)
-            if as_served != payloads[0]:
-                payloads.append(as_served)
-    except ConfigurationError as exc:
+            as_served = _signed_form(raw)
+            if as_served != signed_forms[0]:
+                signed_forms.append(as_served)
+        encoded = [_b64url(canonicalize(form)) for form in signed_forms]
+    except (ConfigurationError, RecursionError) as exc:
         raise SignatureError("agent card has no canonical JSON form") from exc
-    encoded = [_b64url(p) for p in payloads]
     reasons = []
     for index, signature in enumerate(model.signatures):
-        reason = _check_signature(signature, encoded, key_provider, allowed)
+        reason, which = _check_signature(signature, encoded, key_provider, allowed)
         if reason is None:
-            return model
+            # Use what was verified: the card is rebuilt from the signed JSON itself.
+            verified = load_card(signed_forms[which])
+            return attrs.evolve(verified, signatures=model.signatures)
         reasons.append(f"signature {index}: {reason}")
     raise SignatureError("no valid agent card signature", details=reasons)
+
+
+def card_verifier(
+    key_provider: KeyProvider,
+    *,
+    algorithms: Iterable[str],
+    allow_mixed_key_types: bool = False,
+) -> Callable[[Mapping[str, Any]], AgentCard]:
+    """A ``verify_card=`` callable for :meth:`A2AClient.from_url
+    <a2a_sync.client.A2AClient.from_url>`: it verifies each fetched card and returns the
+    card as signed (see :func:`verify_card`)::
+
+        client = A2AClient.from_url(url, verify_card=card_verifier(keys.get, algorithms=["ES256"]))
+
+    Raises:
+        ConfigurationError: ``algorithms`` is empty, unknown or mixes key types.
+    """
+    allowed = _check_algorithms(algorithms)
+    _jws_keys.check_key_mix(allowed, allow_mixed_key_types=allow_mixed_key_types)
+
+    def verifier(raw: Mapping[str, Any]) -> AgentCard:
+        return verify_card(
+            raw,
+            key_provider,
+            algorithms=allowed,
+            allow_mixed_key_types=allow_mixed_key_types,
+        )
+
+    return verifier
 
 
 def _check_signature(
@@ -529,31 +432,32 @@ def _check_signature(
     encoded_payloads: list[str],
     key_provider: KeyProvider,
     allowed: frozenset[str],
-) -> str | None:
-    """Return ``None`` if the signature verifies, else why not (never secret material)."""
+) -> tuple[str | None, int]:
+    """``(None, index of the payload it covers)`` if the signature verifies, else
+    ``(why not, -1)`` (never secret material)."""
     try:
         header = parse_json(_b64url_decode(signature.protected))  # duplicate names refused
         sig_bytes = _b64url_decode(signature.signature)
     except (ProtocolError, ValueError, binascii.Error):
-        return "malformed protected header or signature"
+        return "malformed protected header or signature", -1
     if not isinstance(header, dict):
-        return "protected header is not a JSON object"
+        return "protected header is not a JSON object", -1
     alg = header.get("alg")
     if not isinstance(alg, str) or alg not in allowed:
-        return f"algorithm {str(alg)[:20]!r} is not allowed"
+        return f"algorithm {str(alg)[:20]!r} is not allowed", -1
     if "crit" in header:
-        return "unsupported critical header parameters"
-    unprotected = signature.header or {}
-    kid = header.get("kid", unprotected.get("kid"))
-    jku = header.get("jku", unprotected.get("jku"))
+        return "unsupported critical header parameters", -1
+    # Only integrity-protected values pick the key: the unprotected header is anyone's.
+    kid = header.get("kid")
+    jku = header.get("jku")
     key = key_provider(kid if isinstance(kid, str) else None, jku if isinstance(jku, str) else None)
     if key is None:
-        return "no key for this kid"
-    for payload in encoded_payloads:
+        return "no key for this kid", -1
+    for index, payload in enumerate(encoded_payloads):
         data = f"{signature.protected}.{payload}".encode("ascii")
         try:
-            if _verify(alg, key, data, sig_bytes):
-                return None
-        except _KeyMismatch as exc:
-            return str(exc)
-    return "signature does not match"
+            if _jws_keys.verify(alg, key, data, sig_bytes):
+                return None, index
+        except _jws_keys.KeyMismatch as exc:
+            return str(exc), -1
+    return "signature does not match", -1

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from .._redact import redact_url
 from ..a2a.types import AgentCard, APIKeySecurityScheme, HTTPAuthSecurityScheme
 from ..errors import ConfigurationError
 
@@ -60,7 +61,7 @@ def origin_of(url: str) -> str:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigurationError(f"not an http(s) URL: {url!r}")
+        raise ConfigurationError(f"not an http(s) URL: {redact_url(url)!r}")
     port = parts.port or (443 if scheme == "https" else 80)
     host = parts.hostname.lower()
     if ":" in host:

@@ -6,12 +6,13 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 
 from .._net.http import HTTPTransport
 from .._net.jsonrpc import decode_json
+from .._redact import redact_url
 from ..a2a.card_codec import load_card
 from ..a2a.methods import REVISIONS, Revision
 from ..a2a.types import AgentCard, AgentInterface
@@ -35,8 +36,10 @@ AGENT_CARD_PATH: Final = "/.well-known/agent-card.json"
 LEGACY_AGENT_CARD_PATH: Final = "/.well-known/agent.json"
 _JSONRPC: Final = "JSONRPC"
 
-#: Verifies a raw card (the JSON object as received); raises SignatureError on failure.
-CardVerifier = Callable[[Mapping[str, Any]], None]
+#: Verifies a raw card (the JSON object as received) and returns the card *as verified*
+#: (e.g. :func:`a2a_sync.signing.card_verifier`); raises SignatureError on failure. The
+#: client uses the returned card, never its own parse of the JSON (issue 20).
+CardVerifier = Callable[[Mapping[str, Any]], AgentCard]
 
 
 @attrs.frozen
@@ -55,10 +58,21 @@ def card_url_for(url: str) -> str:
     publish their card under their prefix)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigurationError(f"not an http(s) URL: {url!r}")
+        raise ConfigurationError(f"not an http(s) URL: {redact_url(url)!r}")
     if parts.path.endswith(".json"):
-        return url
-    return url.rstrip("/") + AGENT_CARD_PATH
+        return urlunsplit(parts._replace(fragment=""))
+    # Built from the parts: a query (a gateway key) stays a query, after the new path.
+    path = parts.path.rstrip("/") + AGENT_CARD_PATH
+    return urlunsplit(parts._replace(path=path, fragment=""))
+
+
+def _legacy_card_url(card_url: str) -> str | None:
+    """The 0.2-era card URL next to a well-known ``card_url``, or ``None``."""
+    parts = urlsplit(card_url)
+    if not parts.path.endswith(AGENT_CARD_PATH):
+        return None
+    path = parts.path[: -len(AGENT_CARD_PATH)] + LEGACY_AGENT_CARD_PATH
+    return urlunsplit(parts._replace(path=path))
 
 
 def fetch_card(
@@ -87,9 +101,9 @@ def fetch_card(
     )
     if result.status == 304 and previous is not None:
         return previous
-    if result.status == 404 and previous is None and card_url.endswith(AGENT_CARD_PATH):
-        legacy = card_url[: -len(AGENT_CARD_PATH)] + LEGACY_AGENT_CARD_PATH
-        logger.debug("no card at %s, trying %s", card_url, legacy)
+    legacy = _legacy_card_url(card_url) if result.status == 404 and previous is None else None
+    if legacy is not None:
+        logger.debug("no card at %s, trying %s", redact_url(card_url), redact_url(legacy))
         fallback = transport.request(
             "GET", legacy, headers=request_headers, idempotent=True, timeout=timeout
         )
@@ -97,7 +111,7 @@ def fetch_card(
             result, card_url = fallback, legacy
     if result.status != 200:
         raise HTTPStatusError(
-            f"GET {card_url} answered HTTP {result.status}: {excerpt(result.content)}",
+            f"GET {redact_url(card_url)} answered HTTP {result.status}: {excerpt(result.content)}",
             status_code=result.status,
             body=result.content,
             url=card_url,
@@ -107,10 +121,27 @@ def fetch_card(
     raw = decode_json(result.content, what="agent card", content_type=result.content_type)
     if not isinstance(raw, dict):
         raise ProtocolError("agent card is not a JSON object", excerpt=excerpt(result.content))
-    if verifier is not None:
-        verifier(raw)
-    card = load_card(raw)
+    card = verify_with(verifier, raw, what=f"the card at {redact_url(card_url)}")
     return CardFetch(card=card, url=card_url, raw=raw, etag=result.headers.get("ETag"))
+
+
+def verify_with(verifier: CardVerifier | None, raw: Mapping[str, Any], *, what: str) -> AgentCard:
+    """The card to use: the verifier's (what it verified), or the parsed JSON without one.
+
+    Raises:
+        SignatureError: The verifier rejected the card.
+        ConfigurationError: The verifier returned something other than an AgentCard.
+    """
+    if verifier is None:
+        return load_card(raw)
+    card = verifier(raw)
+    if not isinstance(card, AgentCard):
+        raise ConfigurationError(
+            f"verify_card returned {type(card).__name__} for {what}; it must return the "
+            "AgentCard it verified (use a2a_sync.signing.card_verifier or return "
+            "verify_card(...)'s result), so that the client uses exactly what was verified"
+        )
+    return card
 
 
 def select_interface(
@@ -122,19 +153,28 @@ def select_interface(
     """Pick the endpoint to talk to: the first JSON-RPC interface of the most preferred
     revision this client speaks (1.0, then 0.3), in the card's order.
 
-    Relative interface URLs are resolved against the card's URL.
+    The chosen interface's URL must be absolute ``http(s)`` (A2A 1.0: "a valid absolute
+    HTTPS URL in production"); a relative or empty one is refused, never resolved
+    against the card's address. ``card_url`` is accepted for compatibility and unused.
 
     Raises:
         ConfigurationError: The card offers no JSON-RPC interface in a known revision.
+        ProtocolError: The chosen interface's URL is not an absolute http(s) URL.
     """
+    del card_url
     for revision in revisions:
         for interface in card.supported_interfaces:
             if interface.protocol_binding.upper() != _JSONRPC:
                 continue
             if interface.protocol_revision != revision:
                 continue
-            if card_url is not None:
-                return attrs.evolve(interface, url=urljoin(card_url, interface.url)), revision
+            parts = urlsplit(interface.url)
+            if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+                raise ProtocolError(
+                    f"agent {card.name!r} lists a {revision} JSON-RPC interface whose URL "
+                    f"{redact_url(interface.url)!r} is not an absolute http(s) URL",
+                    details=["interface URL must be absolute http(s) @ $.supportedInterfaces"],
+                )
             return interface, revision
     offered = ", ".join(
         f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces

@@ -12,7 +12,7 @@ import attrs
 
 from .. import _constants as C
 from .._net.http import HTTPTransport
-from ..a2a.card_codec import load_card
+from .._redact import redact_url
 from ..a2a.codec import codec_for
 from ..a2a.methods import REVISIONS, Operation, Revision
 from ..a2a.types import (
@@ -24,12 +24,12 @@ from ..a2a.types import (
     Task,
     TaskState,
 )
-from ..errors import ConfigurationError, UnsupportedOperation
+from ..errors import ConfigurationError, ProtocolError, UnsupportedOperation
 from ..policies import RetryPolicy, Timeout
 from ._message import MessageInput, as_message, send_params
 from .auth import Credentials, OriginBoundCredentials, origin_of
 from .bindings.jsonrpc import JSONRPCTransport, TimeoutArg, static_headers
-from .card import CardFetch, CardVerifier, fetch_card, select_interface
+from .card import CardFetch, CardVerifier, fetch_card, select_interface, verify_with
 from .stream import TaskStream
 
 __all__ = ["A2AClient"]
@@ -96,6 +96,7 @@ class A2AClient:
         verify: bool | str = True,
         tenant: str | None = None,
         _card_fetch: CardFetch | None = None,
+        _card_verifier: CardVerifier | None = None,
     ) -> None:
         if revision not in REVISIONS:
             raise ConfigurationError(f"unknown A2A revision {revision!r}; use one of {REVISIONS}")
@@ -104,6 +105,8 @@ class A2AClient:
         self.tenant = tenant
         self._endpoint_origin = origin_of(url)
         self._card_fetch = _card_fetch
+        #: Every later fetch of this agent's card (refresh, extended card) verifies too.
+        self._card_verifier = _card_verifier
         self._card = card if card is not None else (_card_fetch.card if _card_fetch else None)
         self.extended_card: AgentCard | None = None
         self._codec = codec_for(revision)
@@ -117,7 +120,7 @@ class A2AClient:
         )
         if self._credentials is not None and self._endpoint_origin not in origins:
             raise ConfigurationError(
-                f"the agent's endpoint {url!r} is on another origin than its card "
+                f"the agent's endpoint {redact_url(url)!r} is on another origin than its card "
                 f"({', '.join(sorted(origins))}); credentials are not sent there. Pass "
                 f"trusted_origins=[{self._endpoint_origin!r}] if that host is really yours."
             )
@@ -163,9 +166,11 @@ class A2AClient:
         Args:
             url: Base URL or card URL.
             revisions: Revisions to accept, most preferred first.
-            verify_card: Called with the raw card before it is used; raise
-                :class:`~a2a_sync.errors.SignatureError` to reject it (see
-                :mod:`a2a_sync.signing`).
+            verify_card: Called with the raw card before it is used; it returns the
+                card as verified (which is what the client uses) or raises
+                :class:`~a2a_sync.errors.SignatureError` to reject it, e.g.
+                :func:`a2a_sync.signing.card_verifier`. It verifies every later fetch
+                too: :meth:`refresh_card` and :meth:`get_extended_card`.
             card_headers: Extra headers for the card request.
             **kwargs: Passed to :class:`A2AClient` (credentials, timeout, ...).
 
@@ -199,6 +204,7 @@ class A2AClient:
                 transport=transport,
                 tenant=interface.tenant,
                 _card_fetch=fetched,
+                _card_verifier=verify_card,
                 **kwargs,
             )
         except BaseException:
@@ -239,11 +245,22 @@ class A2AClient:
         return self._card
 
     def refresh_card(self, *, timeout: TimeoutArg = None) -> AgentCard:
-        """Revalidate the card with ``If-None-Match`` and return the current one."""
+        """Revalidate the card with ``If-None-Match`` and return the current one.
+
+        A client created with ``verify_card`` verifies the new card the same way (a 304
+        keeps the card verified before).
+
+        Raises:
+            SignatureError: The new card does not verify; the client keeps the old one.
+        """
         if self._card_fetch is None:
             raise ConfigurationError("this client was not created from an agent card URL")
         fetched = fetch_card(
-            self._transport, self._card_fetch.url, previous=self._card_fetch, timeout=timeout
+            self._transport,
+            self._card_fetch.url,
+            previous=self._card_fetch,
+            verifier=self._card_verifier,
+            timeout=timeout,
         )
         self._card_fetch = fetched
         self._card = fetched.card
@@ -252,10 +269,16 @@ class A2AClient:
     def get_extended_card(self, *, timeout: TimeoutArg = None) -> AgentCard:
         """Fetch the authenticated extended card (``GetExtendedAgentCard``).
 
-        The extended card is kept on :attr:`extended_card` for this client only.
+        The extended card is kept on :attr:`extended_card` for this client only. A client
+        created with ``verify_card`` verifies it like the public card.
+
+        Raises:
+            SignatureError: The extended card does not verify.
         """
         result = self._call(Operation.GET_EXTENDED_CARD, {}, timeout=timeout)
-        card = load_card(result)
+        if self._card_verifier is not None and not isinstance(result, dict):
+            raise ProtocolError("the extended agent card is not a JSON object")
+        card = verify_with(self._card_verifier, result, what="the extended agent card")
         self.extended_card = card
         return card
 
@@ -482,7 +505,7 @@ class A2AClient:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<A2AClient {self.url} A2A {self.revision}>"
+        return f"<A2AClient {redact_url(self.url)} A2A {self.revision}>"
 
     # -- calls over the JSON-RPC transport --------------------------------------------------------
 

@@ -18,15 +18,16 @@ import attrs
 import pytest
 
 from a2a_sync.a2a.card_codec import dump_card, load_card
-from a2a_sync.errors import ConfigurationError, ProtocolError, SignatureError
 from a2a_sync.a2a.signing import (
     canonicalize,
+    card_verifier,
     format_number,
     parse_json,
     sign_card,
     signing_payload,
     verify_card,
 )
+from a2a_sync.errors import ConfigurationError, ProtocolError, SignatureError
 from a2a_sync.types import (
     AgentCapabilities,
     AgentCard,
@@ -81,6 +82,10 @@ def _secret_for_k1(kid: str | None, jku: str | None) -> Any:
 
 def _b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _b64url_decode_test(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 # --- RFC 8785 ------------------------------------------------------------------------------
@@ -321,19 +326,138 @@ def test_an_unsigned_alg_none_signature_never_verifies() -> None:
         verify_card(forged, _secret_for_k1, algorithms=["HS256", "HS512"])
 
 
+def _public_key_encodings(keys: dict[str, tuple[Any, Any]]) -> dict[str, bytes]:
+    from cryptography.hazmat.primitives import serialization
+
+    public = keys["ES256"][1]
+    spki = serialization.PublicFormat.SubjectPublicKeyInfo
+    pem = public.public_bytes(serialization.Encoding.PEM, spki)
+    return {
+        "pem": pem,
+        "pem-after-comment": b"# the agent's verification key\n" + pem,
+        "pem-after-blank-lines": b"\n\n  \n" + pem,
+        "der": public.public_bytes(serialization.Encoding.DER, spki),
+        "openssh": public.public_bytes(
+            serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+        ),
+        "rsa-der": keys["RS256"][1].public_bytes(serialization.Encoding.DER, spki),
+    }
+
+
+@pytest.mark.parametrize(
+    "encoding",
+    ["pem", "pem-after-comment", "pem-after-blank-lines", "der", "openssh", "rsa-der"],
+)
 def test_a_public_key_used_as_an_hmac_secret_is_refused(
-    keys: dict[str, tuple[Any, Any]],
+    keys: dict[str, tuple[Any, Any]], encoding: str
 ) -> None:
-    _, public_pem = _pem_pair(keys)
+    # Issue 20 item 5: the old prefix test let a comment line or DER bytes through.
+    public_bytes = _public_key_encodings(keys)[encoding]
     protected = _b64url(json.dumps({"alg": "HS256", "kid": "k1"}).encode())
     signing_input = f"{protected}.{_b64url(signing_payload(CARD))}".encode()
-    forged_sig = _b64url(hmac.new(public_pem, signing_input, hashlib.sha256).digest())
+    forged_sig = _b64url(hmac.new(public_bytes, signing_input, hashlib.sha256).digest())
     forged = attrs.evolve(
         CARD, signatures=[AgentCardSignature(protected=protected, signature=forged_sig)]
     )
 
+    with pytest.raises(SignatureError) as caught:
+        verify_card(
+            forged,
+            lambda kid, jku: public_bytes,
+            algorithms=["HS256", "ES256"],
+            allow_mixed_key_types=True,
+        )
+    assert caught.value.details == [
+        "signature 0: HS256 needs a shared secret, not a public/private key"
+    ]
+    with pytest.raises(ConfigurationError):  # nor can one sign with it
+        sign_card(CARD, public_bytes, alg="HS256", kid="k1")
+
+
+def test_hmac_and_public_key_algorithms_are_not_mixed_unless_asked() -> None:
+    signed = sign_card(CARD, SECRET, alg="HS256", kid="k1")
+
+    with pytest.raises(ConfigurationError) as caught:
+        verify_card(signed, _secret_for_k1, algorithms=["HS256", "ES256"])
+    assert "allow_mixed_key_types" in str(caught.value)
+    with pytest.raises(ConfigurationError):
+        card_verifier(_secret_for_k1, algorithms=["RS256", "HS512"])
+    mixed = verify_card(
+        signed, _secret_for_k1, algorithms=["HS256", "ES256"], allow_mixed_key_types=True
+    )
+    assert mixed == signed
+
+
+def test_private_keys_in_der_and_pem_sign_and_their_public_halves_verify(
+    keys: dict[str, tuple[Any, Any]],
+) -> None:
+    from cryptography.hazmat.primitives import serialization
+
+    private = keys["ES256"][0]
+    der_private = private.private_bytes(
+        serialization.Encoding.DER,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    der_public = _public_key_encodings(keys)["der"]
+
+    signed = sign_card(CARD, der_private, alg="ES256", kid="k1")
+
+    assert verify_card(signed, lambda kid, jku: der_public, algorithms=["ES256"]) == signed
+
+
+def _ecdsa_s(card: AgentCard) -> tuple[bytes, int]:
+    raw = _b64url_decode_test(card.signatures[-1].signature)
+    return raw, int.from_bytes(raw[32:], "big")
+
+
+P256_ORDER = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+
+
+def test_es256_signatures_are_written_low_s_and_high_s_is_documented_as_accepted(
+    keys: dict[str, tuple[Any, Any]],
+) -> None:
+    # "Also noted" in issue 20: ECDSA malleability. Signing normalises s (a random s is in
+    # the high half about every second time); verification accepts the other half, as
+    # RFC 7518 and PyJWT do (docs/security.md): the card content cannot change.
+    private, public = keys["ES256"]
+    for _ in range(16):  # 16 signatures: all low-s (old code: ~50% high each)
+        signed = sign_card(CARD, private, alg="ES256", kid="k1")
+        raw, s = _ecdsa_s(signed)
+        assert s <= P256_ORDER // 2
+    high = raw[:32] + (P256_ORDER - s).to_bytes(32, "big")
+    twin = attrs.evolve(
+        signed,
+        signatures=[attrs.evolve(signed.signatures[0], signature=_b64url(high))],
+    )
+    assert verify_card(twin, lambda kid, jku: public, algorithms=["ES256"]).name == CARD.name
+
+
+def test_kid_and_jku_come_from_the_protected_header_only() -> None:
+    # "Also noted" in issue 20: an unprotected header must not steer the key lookup.
+    seen: list[tuple[str | None, str | None]] = []
+
+    def provider(kid: str | None, jku: str | None) -> bytes | None:
+        seen.append((kid, jku))
+        return SECRET if kid == "k1" else None
+
+    protected = _b64url(json.dumps({"alg": "HS256"}).encode())
+    signing_input = f"{protected}.{_b64url(signing_payload(CARD))}".encode()
+    sig = _b64url(hmac.new(SECRET, signing_input, hashlib.sha256).digest())
+    card = attrs.evolve(
+        CARD,
+        signatures=[
+            AgentCardSignature(
+                protected=protected,
+                signature=sig,
+                header={"kid": "k1", "jku": "https://evil.example/jwks.json"},
+            )
+        ],
+    )
+
     with pytest.raises(SignatureError):
-        verify_card(forged, lambda kid, jku: public_pem, algorithms=["HS256", "ES256"])
+        verify_card(card, provider, algorithms=["HS256"])
+    assert seen == [(None, None)]
 
 
 def test_one_valid_signature_among_several_is_enough() -> None:

@@ -21,6 +21,7 @@ from a2a_sync.errors import (
     RedirectRefused,
     SignatureError,
 )
+from a2a_sync.types import AgentCard
 
 from .fakes import RPC_URL, TASK_0_3, FakeAgent, card_json
 
@@ -37,9 +38,9 @@ def serve_card(rsps: responses.RequestsMock, card: Any, **kwargs: Any) -> None:
     rsps.add(responses.GET, "http://a.test/.well-known/agent-card.json", json=card, **kwargs)
 
 
-def hs256_verifier(raw: Mapping[str, Any]) -> None:
+def hs256_verifier(raw: Mapping[str, Any]) -> AgentCard:
     keys = {"key-1": SECRET}
-    signing.verify_card(raw, lambda kid, jku: keys.get(kid or ""), algorithms=["HS256"])
+    return signing.verify_card(raw, lambda kid, jku: keys.get(kid or ""), algorithms=["HS256"])
 
 
 # -- discovery -------------------------------------------------------------------------------
@@ -59,9 +60,20 @@ def test_from_url_fetches_the_well_known_card(rsps: responses.RequestsMock) -> N
 
 def test_from_url_accepts_the_card_url_itself(rsps: responses.RequestsMock) -> None:
     card_url = "http://agent.test/cards/mine.json"
-    rsps.add(responses.GET, card_url, json=card_json(("/rpc", "JSONRPC", "1.0")))
+    rsps.add(responses.GET, card_url, json=card_json(("http://agent.test/rpc", "JSONRPC", "1.0")))
     with A2AClient.from_url(card_url) as client:
-        assert client.url == "http://agent.test/rpc"  # relative URL resolved against the card
+        assert client.url == "http://agent.test/rpc"
+    assert rsps.calls[0].request.url == card_url
+
+
+def test_a_relative_interface_url_is_refused_not_resolved(rsps: responses.RequestsMock) -> None:
+    # A2A 1.0: the interface URL is absolute; "" or "/rpc" must not turn into the address
+    # the card happened to be fetched from (issue 20).
+    card_url = "http://agent.test/cards/mine.json"
+    rsps.add(responses.GET, card_url, json=card_json(("/rpc", "JSONRPC", "1.0")))
+    with pytest.raises(ProtocolError, match="absolute"):
+        A2AClient.from_url(card_url)
+    assert [c.request.url for c in rsps.calls] == [card_url]
 
 
 def test_from_url_falls_back_to_the_legacy_card_path(rsps: responses.RequestsMock) -> None:

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
+from ..._redact import redact_url
 from ...a2a.types import (
     AgentCard,
     ListTasksResult,
@@ -145,7 +146,9 @@ class ResilientA2AClient:
 
         def fetch(agent: A2AClient) -> AgentCard:
             if agent.card is None:
-                raise ConfigurationError(f"{agent.url}: no card (client built without one)")
+                raise ConfigurationError(
+                    f"{redact_url(agent.url)}: no card (client built without one)"
+                )
             try:
                 return agent.refresh_card(timeout=timeout)
             except ConfigurationError:
@@ -369,7 +372,7 @@ class ResilientA2AClient:
         self.close()
 
     def __repr__(self) -> str:
-        urls = ", ".join(agent.url for agent in self._agents)
+        urls = ", ".join(redact_url(agent.url) for agent in self._agents)
         return f"<ResilientA2AClient [{urls}]>"
 
     # -- the layers -------------------------------------------------------------------------------
@@ -484,7 +487,8 @@ class ResilientA2AClient:
             except A2ASyncError as exc:
                 if send and message is not None and outcome_unknown(exc) and not resend:
                     raise OutcomeUnknown(
-                        f"sending message {message.message_id} to {agent.url} failed after "
+                        f"sending message {message.message_id} to {redact_url(agent.url)} "
+                        "failed after "
                         f"the request may have reached the agent ({exc}); it was not resent. "
                         "Look the task up, or resend with idempotent=True if the agent "
                         "deduplicates by message id",
@@ -492,7 +496,9 @@ class ResilientA2AClient:
                     ) from exc
                 if not should_fall_back(exc, send=send, resend=resend, task_bound=task_bound):
                     raise
-                logger.info("agent %s failed (%s); trying the next agent", agent.url, exc)
+                logger.info(
+                    "agent %s failed (%s); trying the next agent", redact_url(agent.url), exc
+                )
                 failures.append((agent.url, exc))
                 continue
             if isinstance(result, Task):

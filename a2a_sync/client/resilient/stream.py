@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..._redact import redact_url
 from ...a2a.accumulate import accumulate
 from ...a2a.types import (
     Message,
@@ -219,7 +220,7 @@ class ResilientTaskStream:
                 delay = self._resend_delay(exc)
                 if delay is None:
                     raise
-            logger.debug("resending message %s to %s", message.message_id, agent.url)
+            logger.debug("resending message %s to %s", message.message_id, redact_url(agent.url))
             self._wait(delay)
 
     def _resend_delay(self, exc: A2ASyncError) -> float | None:

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ..._constants import DEFAULT_CONNECT_TIMEOUT
 from ..._net.http import StreamResponse
 from ..._net.sse_decoder import ServerSentEvent, SSEDecoder
+from ..._redact import redact_url
 from ...errors import (
     Cancelled,
     ConfigurationError,
@@ -124,7 +125,9 @@ class Endpoint:
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigurationError(f"an MCP HTTP endpoint must be an http(s) URL, not {url!r}")
+            raise ConfigurationError(
+                f"an MCP HTTP endpoint must be an http(s) URL, not {redact_url(url)!r}"
+            )
         if parts.username is not None or parts.password is not None:
             raise ConfigurationError(
                 "the MCP endpoint URL contains credentials; pass them with auth= or headers="
@@ -134,7 +137,7 @@ class Endpoint:
         try:
             port = parts.port
         except ValueError as exc:
-            raise ConfigurationError(f"invalid port in {url!r}") from exc
+            raise ConfigurationError(f"invalid port in {redact_url(url)!r}") from exc
         self.url = url
         self.origin = _origin(scheme, parts.hostname, port)
         path = parts.path or "/"
