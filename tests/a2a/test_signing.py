@@ -18,10 +18,10 @@ import attrs
 import pytest
 
 from a2a_sync.a2a.card_codec import dump_card, load_card
+from a2a_sync.a2a.jcs import format_number
 from a2a_sync.a2a.signing import (
     canonicalize,
     card_verifier,
-    format_number,
     parse_json,
     sign_card,
     signing_payload,
