@@ -124,9 +124,7 @@ class CardPublisher:
         self._lock = threading.Lock()
         # (id of the card, base URL) -> (the card, kept so its id stays unique; document)
         self._derived: dict[tuple[int, str], tuple[AgentCard, CardDocument]] = {}
-        self._fixed = (
-            self._build(card) if card.supported_interfaces and chooser is None else None
-        )
+        self._fixed = self._build(card) if card.supported_interfaces and chooser is None else None
 
     def document(self, environ: Mapping[str, Any]) -> CardDocument:
         """The document to serve for this request."""
