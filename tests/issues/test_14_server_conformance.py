@@ -79,7 +79,12 @@ def rpc(url: str, method: str, params: Any, *, version: str = "1.0") -> Any:
 
 
 def user(text: str, **fields: Any) -> dict[str, Any]:
-    return {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}], **fields}
+    return {
+        "messageId": str(uuid.uuid4()),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+        **fields,
+    }
 
 
 def send(url: str, message: dict[str, Any]) -> dict[str, Any]:
