@@ -241,8 +241,8 @@ def proto_names_to_json(value: Any) -> Any:
     """``value`` with proto field names (``history_length``) read as their ProtoJSON
     lowerCamelCase names (``historyLength``), as ProtoJSON parsers accept both (A2A 1.0
     §5.5 / the ProtoJSON mapping). Free-form members (metadata, data) are kept as sent;
-    a camelCase member wins over its snake_case spelling. Objects without an underscore
-    in any member name are returned as they are (the common case costs one scan)."""
+    a camelCase member wins over its snake_case spelling. One pass over the params'
+    members (the message parts' text is not walked into)."""
     if isinstance(value, list):
         return [proto_names_to_json(item) for item in value]
     if not isinstance(value, dict):
