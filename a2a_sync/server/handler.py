@@ -278,11 +278,15 @@ class DefaultRequestHandler:
             if self._deduplicate
             else None
         )
+        # The run holds the message's claim unless the id was claimed by another message.
+        holds_claim = self._deduplicate
         if claimed is not None and self._same_message(claimed, message, principal):
             earlier = self._earlier(claimed, principal, streaming)
             if earlier is not None:
                 return earlier
             task_id = claimed  # the earlier answer was a direct reply: answer again
+        elif claimed is not None:
+            holds_claim = False
         if current is not None and current.task.status.state.is_terminal:
             raise UnsupportedOperation(f"task is {current.task.status.state.value}")
         context = RequestContext(
@@ -296,7 +300,7 @@ class DefaultRequestHandler:
             requested_extensions=call.extensions,
             call=call,
         )
-        run = Run(context, self.store, principal, self._on_event)
+        run = Run(context, self.store, principal, self._on_event, holds_claim=holds_claim)
         if config is not None and config.push_notification_config is not None:
             self._save_push(config.push_notification_config, task_id, call)
         stream = None

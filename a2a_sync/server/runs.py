@@ -60,6 +60,8 @@ class Run:
         store: The task store.
         principal: Owner of the task (the store's principal string).
         on_event: Called after each stored event (push notifications).
+        holds_claim: The message's idempotency claim is this run's (released when the
+            run ends without a task).
     """
 
     def __init__(
@@ -68,8 +70,11 @@ class Run:
         store: TaskStore,
         principal: str,
         on_event: PushHook | None = None,
+        *,
+        holds_claim: bool = True,
     ) -> None:
         self.context = context
+        self._holds_claim = holds_claim
         self.task_id = context.task_id
         self._store = store
         self._principal = principal
@@ -184,7 +189,7 @@ class Run:
             self.error = InvalidAgentResponse(
                 "the agent returned without publishing a task or a message"
             )
-        if not self._has_task:
+        if not self._has_task and self._holds_claim:
             # No task answers a resend of this message: let it run again (shared stores).
             try:
                 self._store.release_claim(self._principal, self.context.message.message_id)
