@@ -138,7 +138,6 @@ OTHER_ARTIFACT = TaskArtifactUpdateEvent(
         (TASK, OTHER_STATUS),
         (TASK, OTHER_ARTIFACT),
         (TASK, Message.agent("x", message_id="m", task_id="t2")),
-        (TASK, piece("never created", append=True)),
     ],
     ids=[
         "status-first",
@@ -146,12 +145,21 @@ OTHER_ARTIFACT = TaskArtifactUpdateEvent(
         "status-other-task",
         "artifact-other-task",
         "message-other-task",
-        "append-unknown",
     ],
 )
 def test_impossible_orders_are_protocol_errors(start: Task | None, event: StreamEvent) -> None:
     with pytest.raises(ProtocolError):
         accumulate(start, event)
+
+
+def test_an_append_to_an_unknown_artifact_creates_it_and_is_noted() -> None:
+    notes: list[str] = []
+    folded = accumulate(TASK, piece("first", append=True), notes=notes)
+    assert [a.artifact_id for a in folded.artifacts] == ["a1"]
+    assert folded.artifacts[0].parts == piece("first").artifact.parts
+    assert len(notes) == 1
+    assert "'a1'" in notes[0]
+    assert "first chunk" in notes[0]
 
 
 def test_apply_artifact_keeps_order_and_leaves_the_input_alone() -> None:
