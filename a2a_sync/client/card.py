@@ -20,6 +20,7 @@ from ..types import AgentCard, AgentInterface
 
 __all__ = [
     "AGENT_CARD_PATH",
+    "COMPATIBLE_REVISIONS",
     "LEGACY_AGENT_CARD_PATH",
     "CardFetch",
     "card_url_for",
@@ -34,6 +35,9 @@ AGENT_CARD_PATH: Final = "/.well-known/agent-card.json"
 #: Where 0.2-era agents publish it; tried when the current path answers 404.
 LEGACY_AGENT_CARD_PATH: Final = "/.well-known/agent.json"
 _JSONRPC: Final = "JSONRPC"
+#: Declared revisions spoken to as another: A2A 0.2.x (0.2.5, 0.2.6) has the JSON-RPC
+#: methods and objects of 0.3 (``message/send``, ``tasks/resubscribe``, ...).
+COMPATIBLE_REVISIONS: Final[Mapping[str, Revision]] = {"0.2": "0.3"}
 
 #: Verifies a raw card (the JSON object as received); raises SignatureError on failure.
 CardVerifier = Callable[[Mapping[str, Any]], None]
@@ -131,17 +135,32 @@ def select_interface(
         for interface in card.supported_interfaces:
             if interface.protocol_binding.upper() != _JSONRPC:
                 continue
-            if interface.protocol_revision != revision:
+            spoken = COMPATIBLE_REVISIONS.get(interface.protocol_revision)
+            if revision not in (interface.protocol_revision, spoken):
                 continue
+            if interface.protocol_revision != revision:
+                logger.debug(
+                    "tolerated: agent %r declares A2A %s; spoken to as A2A %s (same methods)",
+                    card.name,
+                    interface.protocol_version,
+                    revision,
+                )
             if card_url is not None:
                 return attrs.evolve(interface, url=urljoin(card_url, interface.url)), revision
             return interface, revision
     offered = ", ".join(
-        f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces
+        f"{i.protocol_binding} {i.protocol_version} at {i.url}" for i in card.supported_interfaces
+    )
+    jsonrpc = [i for i in card.supported_interfaces if i.protocol_binding.upper() == _JSONRPC]
+    hint = (
+        f"; if it really speaks A2A 0.3 JSON-RPC, connect with "
+        f'A2AClient({jsonrpc[0].url!r}, revision="0.3")'
+        if jsonrpc
+        else ""
     )
     raise ConfigurationError(
         f"agent {card.name!r} offers no JSON-RPC interface in A2A "
-        f"{' or '.join(revisions)} (it offers: {offered or 'nothing'})"
+        f"{' or '.join(revisions)} (it offers: {offered or 'nothing'}){hint}"
     )
 
 

@@ -38,7 +38,7 @@ from ..types import (
     TaskArtifactUpdateEvent,
 )
 from ._outcomes import Recovery, explain_rpc_error
-from ._progress import ReplayFilter, diff_events, resumable, same_progress, settled
+from ._progress import ReplayFilter, diff_events, lagging_append, resumable, same_progress, settled
 from .client import A2AClient
 from .stream import TaskStream
 
@@ -321,6 +321,12 @@ class ResilientTaskStream:
         assert replay is not None
         for event in stream:
             for update in replay.feed(event):
+                lagging = lagging_append(view, self._delivered, update)
+                if lagging is not None:
+                    raise _Unfoldable(
+                        "the subscription's snapshot lags its stream (an append to "
+                        f"artifact {lagging!r}, which the snapshot lacks)"
+                    )
                 try:
                     previous, view = view, accumulate(view, update)
                 except ProtocolError as exc:
