@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+from collections.abc import Sequence
 
 import pytest
 
@@ -26,8 +27,9 @@ from a2a_sync.errors import (
     TaskNotFound,
     TaskWaitTimeout,
 )
-from a2a_sync.types import Artifact, Part, TaskArtifactUpdateEvent, TaskState
+from a2a_sync.types import Artifact, Part, StreamEvent, TaskArtifactUpdateEvent, TaskState
 from tests.client.test_resilient import (
+    Answer,
     CALL_TIMEOUT,
     FakeClock,
     ScriptedAgent,
@@ -194,25 +196,20 @@ def test_a_subscription_that_does_not_start_with_the_task_falls_back_to_polling(
 # -- 3. SSE data behind an ASCII RS; parse errors show their cause ------------------------------
 
 
-def rs_stream(agent: ScriptedAgent, events: list[object], prefix: bytes = b"\x1e") -> object:
-    """An SSE answer whose every data field starts with ``prefix`` (VoltAgent: RS)."""
+def rs_stream(agent: ScriptedAgent, events: Sequence[StreamEvent | bytes]) -> Answer:
+    """An SSE answer whose every data field starts with an ASCII RS, as VoltAgent's do
+    (a ``bytes`` item is sent as the data after the RS, verbatim)."""
 
     def answer(sock: socket.socket, request: RecordedRequest) -> None:
         request_id = request.json()["id"]
         write_head(sock, 200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
         for event in events:
-            payload = (
-                event
-                if isinstance(event, bytes)
-                else encode(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": request_id,
-                        "result": agent.codec.dump_stream_event(event),
-                    }  # type: ignore[arg-type]
-                )
-            )
-            write_chunk(sock, b"data: " + prefix + payload + b"\n\n")
+            if isinstance(event, bytes):
+                payload = event
+            else:
+                result = agent.codec.dump_stream_event(event)
+                payload = encode({"jsonrpc": "2.0", "id": request_id, "result": result})
+            write_chunk(sock, b"data: \x1e" + payload + b"\n\n")
         write_chunk(sock, b"")
 
     return answer
@@ -224,7 +221,7 @@ def test_sse_data_with_a_leading_record_separator_is_read(
     agent = ScriptedAgent(scripted_server)
     agent.on(
         "SendStreamingMessage",
-        rs_stream(agent, [task_(TaskState.working), chunk(0), status_event(TaskState.completed)]),  # type: ignore[arg-type]
+        rs_stream(agent, [task_(TaskState.working), chunk(0), status_event(TaskState.completed)]),
     )
 
     with agent.client() as client, client.stream_message("go") as stream:
@@ -238,7 +235,7 @@ def test_an_unparsable_sse_event_shows_escaped_control_characters_and_the_positi
     scripted_server: ScriptedServerFactory,
 ) -> None:
     agent = ScriptedAgent(scripted_server)
-    agent.on("SendStreamingMessage", rs_stream(agent, [b'\x1e{"jsonrpc": "2.0"\x00}']))  # type: ignore[arg-type]
+    agent.on("SendStreamingMessage", rs_stream(agent, [b'\x1e{"jsonrpc": "2.0"\x00}']))
 
     with (
         agent.client() as client,
