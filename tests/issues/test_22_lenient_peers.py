@@ -29,8 +29,8 @@ from a2a_sync.errors import (
 )
 from a2a_sync.types import Artifact, Part, StreamEvent, TaskArtifactUpdateEvent, TaskState
 from tests.client.test_resilient import (
-    Answer,
     CALL_TIMEOUT,
+    Answer,
     FakeClock,
     ScriptedAgent,
     Sleeps,
