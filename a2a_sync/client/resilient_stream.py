@@ -24,6 +24,7 @@ from ..errors import (
     AllAgentsFailed,
     Cancelled,
     HTTPStatusError,
+    MethodNotFound,
     OutcomeUnknown,
     ProtocolError,
     RPCError,
@@ -246,7 +247,7 @@ class ResilientTaskStream:
                 task_id, lambda agent: agent.subscribe(task_id)
             )
             self._pending.extend(self._first_event(stream))
-        except (UnsupportedOperation, ProtocolError) as exc:
+        except (UnsupportedOperation, MethodNotFound, ProtocolError) as exc:
             if isinstance(exc, ProtocolError):
                 logger.info("subscription to %s unusable (%s); polling", task_id, exc)
                 self._recovery.last_error = exc
@@ -414,8 +415,9 @@ class ResilientTaskStream:
             stream = agent.subscribe(task_id)
             # The agent's refusal may come as the stream's first (and only) event.
             self._pending.extend(self._first_event(stream))
-        except UnsupportedOperation:
-            # CR-05: the task settled meanwhile (or the agent cannot re-attach to it).
+        except (UnsupportedOperation, MethodNotFound):
+            # CR-05: the task settled meanwhile (or the agent cannot re-attach to it; an
+            # agent without tasks/resubscribe, like VoltAgent, says MethodNotFound).
             return self._finish_or_poll()
         except ProtocolError as exc:
             # A subscription that does not start with the task: polling still can.
