@@ -193,6 +193,29 @@ def test_a_subscription_that_does_not_start_with_the_task_falls_back_to_polling(
     assert stream.get_final_task() == final
 
 
+def test_an_agent_without_resubscribe_is_polled_after_a_cut(
+    scripted_server: ScriptedServerFactory, fault_proxy: FaultProxyFactory
+) -> None:
+    """VoltAgent answers tasks/resubscribe with MethodNotFound: recovery polls instead."""
+    agent = ScriptedAgent(scripted_server, revision="0.3")
+    proxy = fault_proxy(agent.server.url)
+    final = task_(TaskState.completed, artifacts=[chunks_artifact(2)])
+    agent.on("message/stream", agent.stream([task_(TaskState.working), chunk(0)]))
+    agent.on("tasks/resubscribe", agent.error(-32601, "Unknown method 'tasks/resubscribe'"))
+    agent.on("tasks/get", agent.task(final))
+    client = resilient(
+        A2AClient(proxy.url + "/", revision="0.3", transport=HTTPTransport(timeout=CALL_TIMEOUT))
+    )
+
+    proxy.cut_after_events(2)
+    stream = client.stream_message("chunks 2")
+    events = list(stream)
+
+    assert len(agent.calls("tasks/resubscribe")) == 1
+    assert delivered_text(events) == "0,1,"
+    assert stream.get_final_task() == final
+
+
 # -- 3. SSE data behind an ASCII RS; parse errors show their cause ------------------------------
 
 
