@@ -141,17 +141,18 @@ class Recovery:
         return f"task {task_id} did not settle within {timeout} s of polling"
 
     def summary(self, task_id: str | None, agents: Sequence[str]) -> str:
-        """ "after the stream dropped (...), tried 3 resubscribe(s) and 5 poll(s) of task
-        t on http://a; last error: ConnectError: ..." """
+        """What was tried, e.g. "after the stream dropped (...), tried 3 resubscribe(s)
+        and 5 poll(s) of task t on http://a, last error: ConnectError: ..."."""
         parts = []
         if self.drop is not None:
             parts.append(f"after the stream dropped ({describe(self.drop)})")
-        tried = (
-            f"tried {self.resubscribes} resubscribe(s) and {self.polls} poll(s) of task {task_id}"
-        )
+        tried = [f"{self.polls} poll(s)"]
+        if self.resubscribes or self.drop is not None:
+            tried.insert(0, f"{self.resubscribes} resubscribe(s)")
+        text = f"tried {' and '.join(tried)} of task {task_id}"
         if agents:
-            tried += " on " + ", ".join(agents)
-        parts.append(tried)
+            text += " on " + ", ".join(agents)
+        parts.append(text)
         if self.last_error is not None and self.last_error is not self.drop:
             parts.append(f"last error: {describe(self.last_error)}")
         return ", ".join(parts)
