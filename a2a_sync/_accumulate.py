@@ -7,11 +7,13 @@ message into the history and replaces the status; an artifact update with ``appe
 extends the artifact's parts, without it creates or replaces the artifact; a message
 bound to the task is appended to the history.
 
-One deviation is tolerated because it cannot change meaning: an ``append`` chunk for an
-artifact the snapshot does not hold creates it (fasta2a behind pydantic-ai sets
-``append`` on the very first chunk; a resubscribe snapshot may lag the live stream). It
-is logged at DEBUG and, when the caller passes ``notes``, recorded there, so a client can
-confirm the result with ``GetTask`` (the snapshot may lack the chunks before it).
+A client may tolerate one deviation, because it cannot change meaning: an ``append``
+chunk for an artifact the snapshot does not hold creates it (fasta2a behind pydantic-ai
+sets ``append`` on the very first chunk; a resubscribe snapshot may lag the live stream).
+The client asks for this by passing ``notes``: the deviation is logged at DEBUG and
+recorded there, so it can confirm the result with ``GetTask`` (the snapshot may lack the
+chunks before it). Without ``notes`` (the server's task stores, which apply their own
+executors' events) such an append is refused.
 """
 
 from __future__ import annotations
@@ -43,11 +45,13 @@ def accumulate(
     Args:
         snapshot: The task so far.
         event: The next stream event.
-        notes: Collects a description of each tolerated deviation (see the module doc).
+        notes: Tolerate an append to an unknown artifact and record it here (see the
+            module doc); ``None`` refuses it.
 
     Raises:
         ProtocolError: The events arrive in an impossible order (an update before any
-            task, an update for another task).
+            task, an update for another task, without ``notes`` an append to an unknown
+            artifact).
     """
     if isinstance(event, Task):
         return event
@@ -86,8 +90,8 @@ def accumulate(
 def apply_artifact(
     artifacts: list[Artifact], event: TaskArtifactUpdateEvent, *, notes: list[str] | None = None
 ) -> list[Artifact]:
-    """Return ``artifacts`` with one artifact-update event applied (an ``append`` to an
-    unknown artifact creates it; the deviation is logged and added to ``notes``)."""
+    """Return ``artifacts`` with one artifact-update event applied (with ``notes``, an
+    ``append`` to an unknown artifact creates it and is recorded; without, it is refused)."""
     new = event.artifact
     for index, existing in enumerate(artifacts):
         if existing.artifact_id == new.artifact_id:
@@ -102,13 +106,17 @@ def apply_artifact(
                 merged = new
             return [*artifacts[:index], merged, *artifacts[index + 1 :]]
     if event.append:
+        if notes is None:
+            raise ProtocolError(
+                f"append to artifact {new.artifact_id!r}, which was never created "
+                "(the first chunk must not have append set)"
+            )
         note = (
             f"task {event.task_id}: append to artifact {new.artifact_id!r}, which the "
             "snapshot does not hold; taken as its first chunk"
         )
         logger.debug("tolerated: %s", note)
-        if notes is not None:
-            notes.append(note)
+        notes.append(note)
     return [*artifacts, new]
 
 

@@ -138,6 +138,7 @@ OTHER_ARTIFACT = TaskArtifactUpdateEvent(
         (TASK, OTHER_STATUS),
         (TASK, OTHER_ARTIFACT),
         (TASK, Message.agent("x", message_id="m", task_id="t2")),
+        (TASK, piece("never created", append=True)),
     ],
     ids=[
         "status-first",
@@ -145,6 +146,7 @@ OTHER_ARTIFACT = TaskArtifactUpdateEvent(
         "status-other-task",
         "artifact-other-task",
         "message-other-task",
+        "append-unknown",
     ],
 )
 def test_impossible_orders_are_protocol_errors(start: Task | None, event: StreamEvent) -> None:
@@ -152,7 +154,7 @@ def test_impossible_orders_are_protocol_errors(start: Task | None, event: Stream
         accumulate(start, event)
 
 
-def test_an_append_to_an_unknown_artifact_creates_it_and_is_noted() -> None:
+def test_a_client_collecting_notes_takes_an_unknown_append_as_the_first_chunk() -> None:
     notes: list[str] = []
     folded = accumulate(TASK, piece("first", append=True), notes=notes)
     assert [a.artifact_id for a in folded.artifacts] == ["a1"]

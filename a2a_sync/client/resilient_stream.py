@@ -109,6 +109,7 @@ class ResilientTaskStream:
         self._sends = 1  # attempts at sending the message
         self._failures = 0  # consecutive resubscribes without progress
         self._recovery = Recovery()  # what recovery tried, for the final error
+        self._notes: list[str] = []  # deviations tolerated while folding resubscriptions
         self.reconnects = 0
         self.polled = False
         if message is not None:
@@ -329,7 +330,7 @@ class ResilientTaskStream:
                         f"artifact {lagging!r}, which the snapshot lacks)"
                     )
                 try:
-                    previous, view = view, accumulate(view, update)
+                    previous, view = view, accumulate(view, update, notes=self._notes)
                 except ProtocolError as exc:
                     raise _Unfoldable(f"the resubscribed stream does not fold: {exc}") from exc
                 if previous is self._delivered and not isinstance(update, Task):
