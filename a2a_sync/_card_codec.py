@@ -13,7 +13,6 @@ Public entry points are :func:`a2a_sync._codec.load_card` and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -147,45 +146,7 @@ def load_card(obj: Any) -> AgentCard:
     """See :func:`a2a_sync._codec.load_card`."""
     if obj.__class__ is not dict:
         raise ProtocolError("invalid agent card", details=["expected a JSON object @ $"])
-    try:
-        return V1_0.load(_to_v1_layout(obj), AgentCard)
-    except ProtocolError as exc:
-        if "supportedInterfaces" in obj or "url" not in obj:
-            raise
-        # A 0.3 card: speak of it as sent, not of the 1.0 layout it was moved into.
-        error = ProtocolError(
-            "invalid A2A 0.3 agent card", details=[_v03_path(d, obj) for d in exc.details]
-        )
-        raise error from exc.__cause__ or exc
-
-
-#: 1.0 paths of fields a 0.3 card holds elsewhere (see _to_v1_layout): pattern, the path
-#: in the 0.3 card, and the 0.3 key that must be present for the move to have happened.
-_V03_PATHS: Final = (
-    (r"supportedInterfaces\[0\]\.url\b", "url", None),
-    (r"supportedInterfaces\[0\]\.protocolBinding\b", "preferredTransport", None),
-    (r"supportedInterfaces\[0\]\.protocolVersion\b", "protocolVersion", None),
-    (r"supportedInterfaces\[\d+\]\.protocolBinding\b", "additionalInterfaces[].transport", None),
-    (r"supportedInterfaces\[\d+\]", "additionalInterfaces[]", None),
-    (
-        r"capabilities\.extendedAgentCard\b",
-        "supportsAuthenticatedExtendedCard",
-        "supportsAuthenticatedExtendedCard",
-    ),
-    (r"securityRequirements\b", "security", "security"),
-    (r"(skills\[\d+\])\.securityRequirements\b", r"\1.security", None),
-)
-
-
-def _v03_path(detail: str, obj: dict[str, Any]) -> str:
-    """``detail`` with its path as the 0.3 card ``obj`` has it."""
-    for pattern, replacement, key in _V03_PATHS:
-        if key is not None and key not in obj:
-            continue
-        new, count = re.subn(r"@ \$\." + pattern, "@ $." + replacement, detail)
-        if count:
-            return new
-    return detail
+    return V1_0.load(_to_v1_layout(obj), AgentCard)
 
 
 def _to_v1_layout(obj: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,6 @@ from ..types import AgentCard, AgentInterface
 
 __all__ = [
     "AGENT_CARD_PATH",
-    "COMPATIBLE_REVISIONS",
     "LEGACY_AGENT_CARD_PATH",
     "CardFetch",
     "card_url_for",
@@ -132,24 +131,16 @@ def select_interface(
         ConfigurationError: The card offers no JSON-RPC interface in a known revision.
     """
     for revision in revisions:
-        for interface in card.supported_interfaces:
+        for interface in _as_spoken(card):
             if interface.protocol_binding.upper() != _JSONRPC:
                 continue
-            spoken = COMPATIBLE_REVISIONS.get(interface.protocol_revision)
-            if revision not in (interface.protocol_revision, spoken):
-                continue
             if interface.protocol_revision != revision:
-                logger.debug(
-                    "tolerated: agent %r declares A2A %s; spoken to as A2A %s (same methods)",
-                    card.name,
-                    interface.protocol_version,
-                    revision,
-                )
+                continue
             if card_url is not None:
                 return attrs.evolve(interface, url=urljoin(card_url, interface.url)), revision
             return interface, revision
     offered = ", ".join(
-        f"{i.protocol_binding} {i.protocol_version} at {i.url}" for i in card.supported_interfaces
+        f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces
     )
     jsonrpc = [i for i in card.supported_interfaces if i.protocol_binding.upper() == _JSONRPC]
     hint = (
@@ -162,6 +153,24 @@ def select_interface(
         f"agent {card.name!r} offers no JSON-RPC interface in A2A "
         f"{' or '.join(revisions)} (it offers: {offered or 'nothing'}){hint}"
     )
+
+
+def _as_spoken(card: AgentCard) -> list[AgentInterface]:
+    """The card's interfaces with each declared revision replaced by the one spoken to it
+    (:data:`COMPATIBLE_REVISIONS`: 0.2.x is spoken to as 0.3; logged at DEBUG)."""
+    spoken = []
+    for interface in card.supported_interfaces:
+        revision = COMPATIBLE_REVISIONS.get(interface.protocol_revision)
+        if revision is not None:
+            logger.debug(
+                "tolerated: agent %r declares A2A %s; spoken to as A2A %s (same methods)",
+                card.name,
+                interface.protocol_version,
+                revision,
+            )
+            interface = attrs.evolve(interface, protocol_version=revision)
+        spoken.append(interface)
+    return spoken
 
 
 class CardCache:
