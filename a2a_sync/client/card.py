@@ -168,8 +168,9 @@ def _as_spoken(card: AgentCard) -> list[AgentInterface]:
                 interface.protocol_version,
                 revision,
             )
-            interface = attrs.evolve(interface, protocol_version=revision)
-        spoken.append(interface)
+            spoken.append(attrs.evolve(interface, protocol_version=revision))
+        else:
+            spoken.append(interface)
     return spoken
 
 
