@@ -402,7 +402,7 @@ class SSEStream:
             return
         body = response.read_body(_ERROR_BODY_LIMIT)
         raise ProtocolError(
-            f"expected an event stream from {self._request.url}, got "
+            f"expected an event stream from {response.url}, got "
             f"{content_type or 'no Content-Type'}",
             excerpt=excerpt(body),
         )
