@@ -77,6 +77,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import attrs
 
+from ._card_paths import as_sent
 from ._converters import (
     WireError,
     build_converter,
@@ -557,7 +558,13 @@ def load_card(obj: Any) -> AgentCard:
     """
     from ._card_codec import load_card as load  # noqa: PLC0415 - it imports this module
 
-    return load(obj)
+    try:
+        return load(obj)
+    except ProtocolError as exc:
+        told = as_sent(exc, obj)  # a 0.3 card's errors name its own paths, not 1.0's
+        if told is exc:
+            raise
+        raise told from exc.__cause__ or exc
 
 
 def dump_card(card: AgentCard, revision: str | None = None) -> dict[str, Any]:
