@@ -131,26 +131,73 @@ def decode_json(
 ) -> Any:
     """Parse JSON from a peer, raising :class:`ProtocolError` with an excerpt on failure.
 
-    HTML (a proxy's error page), empty and truncated bodies get a message saying so.
+    HTML (a proxy's error page), empty and truncated bodies get a message saying so; every
+    other failure names the parser's complaint and position, and the excerpt shows control
+    characters escaped (see :func:`parse_failure`).
     """
     try:
         return json.loads(body)
     except (ValueError, RecursionError) as exc:
-        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-        stripped = text.lstrip()
-        if not stripped:
-            reason = f"empty {what} body"
-        elif stripped.startswith("<") or (content_type or "").startswith("text/html"):
-            reason = f"expected JSON {what}, got HTML"
-        elif isinstance(exc, RecursionError):
-            reason = f"{what} JSON nested too deeply"
-        elif isinstance(exc, json.JSONDecodeError) and exc.pos >= len(text.rstrip()):
-            reason = f"truncated JSON {what}"
-        else:
-            reason = f"invalid JSON {what}"
-        if content_type and not content_type.startswith(("application/json", "text/html")):
-            reason += f" (Content-Type {content_type})"
-        raise ProtocolError(reason, excerpt=excerpt(text)) from exc
+        raise parse_failure(body, exc, what=what, content_type=content_type) from exc
+
+
+def parse_failure(
+    body: bytes | str,
+    exc: BaseException,
+    *,
+    what: str = "response",
+    content_type: str | None = None,
+) -> ProtocolError:
+    """The :class:`ProtocolError` for JSON that did not parse (the one wording of a2a_sync).
+
+    The message says what the text is (empty, HTML, truncated, too deep, invalid), where the
+    parser stopped (line, column, character), and shows an excerpt — around that position
+    when it is far in — with whitespace kept and control characters escaped, so a stray
+    ``\x1e`` or NUL is visible. The caller chains it to ``exc``.
+    """
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    stripped = text.lstrip()
+    position = exc.pos if isinstance(exc, json.JSONDecodeError) else None
+    if not stripped:
+        reason = f"empty {what} body"
+    elif stripped.startswith("<") or (content_type or "").startswith("text/html"):
+        reason = f"expected JSON {what}, got HTML"
+    elif isinstance(exc, RecursionError):
+        reason = f"{what} JSON nested too deeply"
+    elif position is not None and position >= len(text.rstrip()):
+        reason = f"truncated JSON {what}"
+    else:
+        reason = f"invalid JSON {what}"
+    if isinstance(exc, json.JSONDecodeError) and stripped:
+        reason += f" ({exc.msg} at line {exc.lineno} column {exc.colno}, char {exc.pos})"
+    if content_type and not content_type.startswith(("application/json", "text/html")):
+        reason += f" (Content-Type {content_type})"
+    return ProtocolError(reason, excerpt=escaped_excerpt(text, position))
+
+
+def escaped_excerpt(text: str, position: int | None = None) -> str:
+    """A printable excerpt of ``text`` (around ``position`` when it lies beyond the first
+    :data:`~a2a_sync.errors.EXCERPT_LIMIT` characters), control characters escaped."""
+    limit = _e.EXCERPT_LIMIT
+    start = 0
+    if position is not None and position > limit - 20:
+        start = max(0, position - limit // 2)
+    window = text[start : start + limit]
+    shown = "".join(_escape(char) for char in window)
+    if start:
+        shown = f"[char {start}:] " + shown
+    if start + limit < len(text):
+        shown += f"... ({len(text)} chars)"
+    return shown
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if char in "\n\r\t":
+        return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}[char]
+    if code < 0x20 or 0x7F <= code < 0xA0 or char in "\u2028\u2029\ufeff":
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return char
 
 
 def error_from_object(error: Any, table: ErrorTable = STANDARD_ERRORS) -> RPCError:

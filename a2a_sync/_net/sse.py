@@ -386,12 +386,13 @@ class SSEStream:
         status = response.status
         if not 200 <= status < 300:
             body = response.read_body(_ERROR_BODY_LIMIT)
+            # The URL as requested (like unary errors), not requests' normalized one.
             raise HTTPStatusError(
-                f"{self._request.method} {response.url} answered HTTP {status}"
+                f"{self._request.method} {self._request.url} answered HTTP {status}"
                 + (f": {excerpt(body)}" if body else ""),
                 status_code=status,
                 body=body,
-                url=response.url,
+                url=self._request.url,
                 retry_after=parse_retry_after(response.headers.get("Retry-After")),
                 content_type=response.content_type,
             )

@@ -26,12 +26,18 @@ stripped.
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+import logging
+from typing import Any, Final, NoReturn
 
 import attrs
 
 from ..errors import EXCERPT_LIMIT, ConfigurationError, ResponseTooLarge
 from .jsonrpc import decode_json
+
+logger = logging.getLogger(__name__)
+
+#: RFC 7464's record separator; some servers (VoltAgent) put it before each event's JSON.
+_RECORD_SEPARATOR: Final = "\x1e"
 
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "ServerSentEvent"]
 
@@ -73,9 +79,16 @@ class ServerSentEvent:
             The decoded JSON value.
 
         Raises:
-            ProtocolError: The data is not valid JSON (the message carries an excerpt).
+            ProtocolError: The data is not valid JSON (the message carries an escaped
+                excerpt and the parser's position).
         """
-        return decode_json(self.data, what="SSE event data")
+        data = self.data
+        if data.startswith(_RECORD_SEPARATOR):
+            # A JSON text sequence's record separator (RFC 7464), as VoltAgent sends it:
+            # framing, not content.
+            logger.debug("tolerated: SSE event data starts with U+001E (record separator)")
+            data = data[1:]
+        return decode_json(data, what="SSE event data")
 
     def __repr__(self) -> str:
         # Long data (a whole artifact) is cut: reprs end up in logs and tracebacks.

@@ -6,9 +6,19 @@ because the server's task store applies events with this very function (and a2a-
 message into the history and replaces the status; an artifact update with ``append``
 extends the artifact's parts, without it creates or replaces the artifact; a message
 bound to the task is appended to the history.
+
+A client may tolerate one deviation, because it cannot change meaning: an ``append``
+chunk for an artifact the snapshot does not hold creates it (fasta2a behind pydantic-ai
+sets ``append`` on the very first chunk; a resubscribe snapshot may lag the live stream).
+The client asks for this by passing ``notes``: the deviation is logged at DEBUG and
+recorded there, so it can confirm the result with ``GetTask`` (the snapshot may lack the
+chunks before it). Without ``notes`` (the server's task stores, which apply their own
+executors' events) such an append is refused.
 """
 
 from __future__ import annotations
+
+import logging
 
 import attrs
 
@@ -24,13 +34,24 @@ from .types import (
 
 __all__ = ["accumulate", "apply_artifact"]
 
+logger = logging.getLogger(__name__)
 
-def accumulate(snapshot: Task | None, event: StreamEvent) -> Task:
+
+def accumulate(
+    snapshot: Task | None, event: StreamEvent, *, notes: list[str] | None = None
+) -> Task:
     """Return the snapshot after ``event`` (snapshots are immutable; this builds a new one).
+
+    Args:
+        snapshot: The task so far.
+        event: The next stream event.
+        notes: Tolerate an append to an unknown artifact and record it here (see the
+            module doc); ``None`` refuses it.
 
     Raises:
         ProtocolError: The events arrive in an impossible order (an update before any
-            task, an update for another task, an append to an unknown artifact).
+            task, an update for another task, without ``notes`` an append to an unknown
+            artifact).
     """
     if isinstance(event, Task):
         return event
@@ -49,7 +70,8 @@ def accumulate(snapshot: Task | None, event: StreamEvent) -> Task:
         return attrs.evolve(snapshot, status=event.status, history=history, metadata=metadata)
     if isinstance(event, TaskArtifactUpdateEvent):
         _check_task(snapshot, event.task_id)
-        return attrs.evolve(snapshot, artifacts=apply_artifact(snapshot.artifacts, event))
+        artifacts = apply_artifact(snapshot.artifacts, event, notes=notes)
+        return attrs.evolve(snapshot, artifacts=artifacts)
     if isinstance(event, Message):
         if event.task_id is not None and event.task_id != snapshot.id:
             raise ProtocolError(
@@ -65,8 +87,11 @@ def accumulate(snapshot: Task | None, event: StreamEvent) -> Task:
     raise ProtocolError(f"unknown stream event {type(event).__name__}")  # pragma: no cover
 
 
-def apply_artifact(artifacts: list[Artifact], event: TaskArtifactUpdateEvent) -> list[Artifact]:
-    """Return ``artifacts`` with one artifact-update event applied."""
+def apply_artifact(
+    artifacts: list[Artifact], event: TaskArtifactUpdateEvent, *, notes: list[str] | None = None
+) -> list[Artifact]:
+    """Return ``artifacts`` with one artifact-update event applied (with ``notes``, an
+    ``append`` to an unknown artifact creates it and is recorded; without, it is refused)."""
     new = event.artifact
     for index, existing in enumerate(artifacts):
         if existing.artifact_id == new.artifact_id:
@@ -81,10 +106,17 @@ def apply_artifact(artifacts: list[Artifact], event: TaskArtifactUpdateEvent) ->
                 merged = new
             return [*artifacts[:index], merged, *artifacts[index + 1 :]]
     if event.append:
-        raise ProtocolError(
-            f"append to artifact {new.artifact_id!r}, which was never created "
-            "(the first chunk must not have append set)"
+        if notes is None:
+            raise ProtocolError(
+                f"append to artifact {new.artifact_id!r}, which was never created "
+                "(the first chunk must not have append set)"
+            )
+        note = (
+            f"task {event.task_id}: append to artifact {new.artifact_id!r}, which the "
+            "snapshot does not hold; taken as its first chunk"
         )
+        logger.debug("tolerated: %s", note)
+        notes.append(note)
     return [*artifacts, new]
 
 

@@ -19,6 +19,7 @@ import attrs
 
 from ..errors import ConfigurationError, ProtocolError
 from .card_hooks import SCHEME_TYPES_V03
+from .card_paths import as_sent
 from .codec import V1_0
 from .types import (
     DEFAULT_PROTOCOL_BINDING,
@@ -45,7 +46,27 @@ _FLOWS_V03: Final = ("authorizationCode", "clientCredentials", "implicit", "pass
 
 
 def load_card(obj: Any) -> AgentCard:
-    """See :func:`a2a_sync.a2a.codec.load_card`."""
+    """Read an agent card: pure 0.3, pure 1.0, or a2a-sdk's merged dual-version card.
+
+    A 0.3 card's ``url``/``preferredTransport``/``additionalInterfaces`` become
+    ``supported_interfaces`` carrying the card's ``protocolVersion``;
+    ``supportsAuthenticatedExtendedCard``, ``security`` and ``type``-tagged security
+    schemes map to their 1.0 places. 1.0 fields win where both are present.
+
+    Raises:
+        ProtocolError: ``obj`` is not a valid card; ``details`` name the paths as the peer
+            sent them (a 0.3 card's errors name its own paths, not 1.0's).
+    """
+    try:
+        return _load_card(obj)
+    except ProtocolError as exc:
+        told = as_sent(exc, obj)
+        if told is exc:
+            raise
+        raise told from exc.__cause__ or exc
+
+
+def _load_card(obj: Any) -> AgentCard:
     if obj.__class__ is not dict:
         raise ProtocolError("invalid agent card", details=["expected a JSON object @ $"])
     card: AgentCard = V1_0.load(_to_v1_layout(obj), AgentCard)

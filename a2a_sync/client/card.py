@@ -35,6 +35,9 @@ AGENT_CARD_PATH: Final = "/.well-known/agent-card.json"
 #: Where 0.2-era agents publish it; tried when the current path answers 404.
 LEGACY_AGENT_CARD_PATH: Final = "/.well-known/agent.json"
 _JSONRPC: Final = "JSONRPC"
+#: Declared revisions spoken to as another: A2A 0.2.x (0.2.5, 0.2.6) has the JSON-RPC
+#: methods and objects of 0.3 (``message/send``, ``tasks/resubscribe``, ...).
+COMPATIBLE_REVISIONS: Final[Mapping[str, Revision]] = {"0.2": "0.3"}
 
 #: Verifies a raw card (the JSON object as received) and returns the card *as verified*
 #: (e.g. :func:`a2a_sync.signing.card_verifier`); raises SignatureError on failure. The
@@ -163,7 +166,7 @@ def select_interface(
     """
     del card_url
     for revision in revisions:
-        for interface in card.supported_interfaces:
+        for interface in _as_spoken(card):
             if interface.protocol_binding.upper() != _JSONRPC:
                 continue
             if interface.protocol_revision != revision:
@@ -179,10 +182,36 @@ def select_interface(
     offered = ", ".join(
         f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces
     )
+    jsonrpc = [i for i in card.supported_interfaces if i.protocol_binding.upper() == _JSONRPC]
+    hint = (
+        f"; if it really speaks A2A 0.3 JSON-RPC, connect with "
+        f'A2AClient({redact_url(jsonrpc[0].url)!r}, revision="0.3")'
+        if jsonrpc
+        else ""
+    )
     raise ConfigurationError(
         f"agent {card.name!r} offers no JSON-RPC interface in A2A "
-        f"{' or '.join(revisions)} (it offers: {offered or 'nothing'})"
+        f"{' or '.join(revisions)} (it offers: {offered or 'nothing'}){hint}"
     )
+
+
+def _as_spoken(card: AgentCard) -> list[AgentInterface]:
+    """The card's interfaces with each declared revision replaced by the one spoken to it
+    (:data:`COMPATIBLE_REVISIONS`: 0.2.x is spoken to as 0.3; logged at DEBUG)."""
+    spoken = []
+    for interface in card.supported_interfaces:
+        revision = COMPATIBLE_REVISIONS.get(interface.protocol_revision)
+        if revision is not None:
+            logger.debug(
+                "tolerated: agent %r declares A2A %s; spoken to as A2A %s (same methods)",
+                card.name,
+                interface.protocol_version,
+                revision,
+            )
+            spoken.append(attrs.evolve(interface, protocol_version=revision))
+        else:
+            spoken.append(interface)
+    return spoken
 
 
 class CardCache:

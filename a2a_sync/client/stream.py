@@ -11,7 +11,7 @@ from .._net.jsonrpc import A2A_ERRORS, result_from_response
 from .._net.sse import SSEStream
 from ..a2a.accumulate import accumulate
 from ..a2a.types import Message, StreamEvent, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
-from ..errors import ProtocolError, StreamInterrupted
+from ..errors import A2ASyncError, ProtocolError, StreamInterrupted
 
 __all__ = ["TaskStream"]
 
@@ -67,6 +67,8 @@ class TaskStream:
         self._done = False
         self._fetch_task = fetch_task
         self._partial = False  # the stream began with an update, not with the task
+        self._notes: list[str] = []  # deviations the fold tolerated (see _accumulate)
+        self._conflicts: list[str] = []  # events that could not be folded
         self._lock = threading.Lock()  # guards folding (task property vs iteration)
 
     # -- what the stream knows so far ------------------------------------------------------
@@ -84,10 +86,24 @@ class TaskStream:
             if self._unfolded:
                 snapshot = self._snapshot
                 for event in self._unfolded:
-                    snapshot = accumulate(snapshot, event)
+                    try:
+                        snapshot = accumulate(snapshot, event, notes=self._notes)
+                    except ProtocolError as exc:
+                        # The stream disagrees with itself (an update for another task):
+                        # skipped here; the final task is read with GetTask instead.
+                        logger.debug("task stream %s: event not folded: %s", self._task_id, exc)
+                        self._conflicts.append(str(exc))
                 self._snapshot = snapshot
                 self._unfolded.clear()
             return self._snapshot
+
+    @property
+    def needs_confirmation(self) -> bool:
+        """True when the fold is not to be trusted alone: the stream tolerated an
+        ``append`` to an artifact it had not seen, or carried events that did not fold
+        (:meth:`get_final_result` then reads the task with ``GetTask``)."""
+        self.task  # noqa: B018 - fold what arrived
+        return bool(self._notes or self._conflicts)
 
     @property
     def message(self) -> Message | None:
@@ -196,12 +212,35 @@ class TaskStream:
         snapshot = self.task
         if snapshot is None:
             raise ProtocolError("the stream ended without a task or message")
-        if self._partial and self._fetch_task is not None:
-            # The stream carried only this turn's updates; the agent has the whole task.
+        if self._conflicts and self._fetch_task is None:
+            raise ProtocolError(
+                f"the stream of task {snapshot.id} does not fold into one task",
+                details=self._conflicts,
+            )
+        if self._fetch_task is None or not (self._partial or self._notes or self._conflicts):
+            return snapshot
+        if self._partial or self._conflicts:
+            # The stream carried only this turn's updates, or contradicted itself: the
+            # agent's stored task is the authority.
             snapshot = self._fetch_task(snapshot.id)
-            with self._lock:
-                self._snapshot, self._partial = snapshot, False
+        else:
+            snapshot = self._confirm(snapshot, self._fetch_task)
+        with self._lock:
+            self._snapshot, self._partial = snapshot, False
+            self._notes.clear()
         return snapshot
+
+    def _confirm(self, folded: Task, fetch: TaskFetcher) -> Task:
+        """Read the task after a tolerated deviation (the fold may lack chunks sent before
+        the stream began); keep the fold if the read fails."""
+        try:
+            task = fetch(folded.id)
+        except A2ASyncError as exc:
+            logger.debug("task %s: confirming the stream with GetTask failed: %s", folded.id, exc)
+            return folded
+        if task.artifacts != folded.artifacts:
+            logger.debug("task %s: the stream's artifacts differ from GetTask's", folded.id)
+        return task
 
     def close(self) -> None:
         """Stop the stream and release its connection (safe from any thread)."""

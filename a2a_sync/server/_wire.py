@@ -51,7 +51,9 @@ __all__ = [
     "host_allowed",
     "load_params",
     "plain",
+    "proto_names_to_json",
     "read_body",
+    "refuse_notification",
     "retry_after_header",
     "unauthorized",
 ]
@@ -139,12 +141,22 @@ def decode(body: bytes) -> Request:
     method = obj.get("method")
     if not isinstance(method, str) or not method:
         raise _with_id(InvalidRequest('"method" must be a non-empty string'), request_id)
-    if "id" not in obj:
-        raise InvalidRequest("A2A requests need an id (notifications are not supported)")
     params = obj.get("params")
     if params is not None and not isinstance(params, dict):
         raise _with_id(InvalidRequest('"params" must be an object'), request_id)
-    return Request(method, params, request_id, False)
+    # Without an id it is a notification, which A2A has none of: the app checks the
+    # method and params as for any request, then refuses it (see refuse_notification).
+    return Request(method, params, request_id, "id" not in obj)
+
+
+def refuse_notification(request: Request) -> None:
+    """Refuse a request without an ``id`` once its method and params were checked.
+
+    Raises:
+        InvalidRequest: Always (answered with ``id: null``).
+    """
+    if request.is_notification:
+        raise InvalidRequest("A2A requests need an id (notifications are not supported)")
 
 
 def _with_id(exc: RPCError, request_id: Any) -> RPCError:
@@ -211,10 +223,63 @@ def load_params(codec: Codec, operation: Operation, raw: Any) -> Any:
     model = PARAMS[operation]
     if model is None:
         return None
+    if codec.revision == "1.0":
+        raw = proto_names_to_json(raw)
+    elif model is SendMessageParams:
+        _require_part_kinds(raw)
     try:
         return codec.load({} if raw is None else raw, model)
     except ProtocolError as exc:
         raise InvalidParams(data={"errors": exc.details}) from exc
+
+
+#: Members whose values are free-form JSON (``Struct``/``Value``), not proto messages:
+#: their keys are the application's and are never renamed.
+_FREE_FORM: Final = frozenset({"metadata", "data", "params"})
+
+
+def proto_names_to_json(value: Any) -> Any:
+    """``value`` with proto field names (``history_length``) read as their ProtoJSON
+    lowerCamelCase names (``historyLength``), as ProtoJSON parsers accept both (A2A 1.0
+    §5.5 / the ProtoJSON mapping). Free-form members (metadata, data) are kept as sent;
+    a camelCase member wins over its snake_case spelling. One pass over the params'
+    members (the message parts' text is not walked into)."""
+    if isinstance(value, list):
+        return [proto_names_to_json(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        name = _lower_camel(key) if "_" in key else key
+        if name != key and name in value:
+            continue  # both spellings: the JSON name is the one kept
+        out[name] = item if name in _FREE_FORM else proto_names_to_json(item)
+    return out
+
+
+def _lower_camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def _require_part_kinds(raw: Any) -> None:
+    """A2A 0.3 parts are told apart by ``kind`` (a required member of TextPart, FilePart
+    and DataPart): refuse an untagged part instead of guessing its kind.
+
+    Raises:
+        InvalidParams: A message part lacks ``kind``.
+    """
+    message = raw.get("message") if isinstance(raw, dict) else None
+    parts = message.get("parts") if isinstance(message, dict) else None
+    if not isinstance(parts, list):
+        return
+    for index, part in enumerate(parts):
+        if isinstance(part, dict) and "kind" not in part:
+            raise InvalidParams(
+                f"message.parts[{index}] lacks its kind (A2A 0.3 parts need "
+                '"kind": "text", "file" or "data")',
+                data={"errors": [f"required field missing @ $.message.parts[{index}].kind"]},
+            )
 
 
 def dump_result(codec: Codec, operation: Operation, result: Any) -> Any:

@@ -43,7 +43,14 @@ from .._net.jsonrpc import encode_result
 from ..a2a.codec import Codec, codec_for
 from ..a2a.methods import STREAMING, Operation, lookup
 from ..a2a.types import AgentCard
-from ..errors import ConfigurationError, InternalError, MethodNotFound, RPCError
+from ..errors import (
+    ConfigurationError,
+    ExtendedAgentCardNotConfigured,
+    InternalError,
+    MethodNotFound,
+    RPCError,
+    UnsupportedOperation,
+)
 from ._streams import SSE_HEADERS, Prefetched, SSEBody
 from ._wire import (
     JSON_HEADERS,
@@ -61,11 +68,12 @@ from ._wire import (
     load_params,
     plain,
     read_body,
+    refuse_notification,
     retry_after_header,
     unauthorized,
 )
 from .auth import ANONYMOUS, Authenticator, Principal
-from .card import CARD_PATH, CardPublisher, CardSigner
+from .card import CARD_PATH, CardChooser, CardHeaders, CardPublisher, CardSigner
 from .context import CallContext
 from .executor import AgentExecutor, ExecuteFunction
 from .handler import (
@@ -147,6 +155,16 @@ class A2AApplication:
         blocking_timeout: Longest a blocking SendMessage waits.
         push: Push-config limits and secret handling
             (:class:`~a2a_sync.server.push_policy.PushSettings`; with ``executor``).
+        deduplicate_messages: Answer a resent message (same caller, ``messageId``, task,
+            conversation and parts) with its first delivery's task instead of running
+            the agent again (default on; with ``executor`` only).
+        public_url: The app's base URL as clients reach it, for the card's interface URLs
+            (default: the URL each request came to; with ``allowed_hosts`` set, a
+            ``Host`` outside that list never reaches the card).
+        card_headers: Extra response headers of the card: a list, or a function of the
+            WSGI environ returning one.
+        card_for_request: Chooses the card (revision) served for a request: a function
+            of the WSGI environ returning an :class:`AgentCard` (default: ``card``).
 
     Raises:
         ConfigurationError: Neither or both of ``executor`` and ``handler``.
@@ -174,6 +192,10 @@ class A2AApplication:
         workers: int = DEFAULT_WORKERS,
         blocking_timeout: float = DEFAULT_BLOCKING_TIMEOUT,
         push: PushSettings | None = None,
+        deduplicate_messages: bool = True,
+        public_url: str | None = None,
+        card_headers: CardHeaders = (),
+        card_for_request: CardChooser | None = None,
     ) -> None:
         if (executor is None) == (handler is None):
             raise ConfigurationError("give exactly one of executor and handler")
@@ -199,6 +221,7 @@ class A2AApplication:
                     workers=workers,
                     blocking_timeout=blocking_timeout,
                     push=push,
+                    deduplicate_messages=deduplicate_messages,
                 )
             except ConfigurationError:
                 if self._owned_push is not None:
@@ -211,6 +234,8 @@ class A2AApplication:
                     " DefaultRequestHandler(push=...) instead"
                 )
             self._owned_push = None
+        # A handler of one's own answers for its extended card itself.
+        self._extended_configured = extended_card is not None or executor is None
         self.handler: Any = handler
         self._authenticate = authenticate
         self._allow_anonymous = authenticate is None if allow_anonymous is None else allow_anonymous
@@ -223,7 +248,15 @@ class A2AApplication:
         self.max_streams = max_streams
         self.heartbeat_interval = heartbeat_interval
         self._card_cache_control = f"public, max-age={card_max_age}"
-        self._cards = CardPublisher(card, rpc_path=rpc_path, signer=sign_card)
+        self._cards = CardPublisher(
+            card,
+            rpc_path=rpc_path,
+            signer=sign_card,
+            public_url=public_url,
+            allowed_hosts=self.allowed_hosts,
+            headers=card_headers,
+            chooser=card_for_request,
+        )
         self._lock = threading.Condition()
         self._streams: set[SSEBody] = set()
         self._in_flight = 0
@@ -286,10 +319,12 @@ class A2AApplication:
         document = self._cards.document(environ)
         headers = [
             ("ETag", document.etag),
+            ("Last-Modified", document.last_modified),
             ("Cache-Control", self._card_cache_control),
             ("Vary", "Host"),
+            *self._cards.extra_headers(environ),
         ]
-        if document.matches(environ.get("HTTP_IF_NONE_MATCH")):
+        if document.not_modified(environ):
             start_response("304 Not Modified", headers)
             return []
         start_response(
@@ -323,8 +358,13 @@ class A2AApplication:
             check_version(environ, revision)
             codec = codec_for(revision)
             params = load_params(codec, operation, request.params)
-            if operation is Operation.GET_EXTENDED_CARD and principal.is_anonymous:
-                return unauthorized(start_response)
+            refuse_notification(request)
+            if operation is Operation.GET_EXTENDED_CARD:
+                # Capability before caller (A2A 1.0 §3.1.11): an agent without an extended
+                # card says so to everyone, as a protocol error.
+                self._check_extended_card()
+                if principal.is_anonymous:
+                    return unauthorized(start_response)
             call = CallContext(
                 principal=principal,
                 revision=revision,
@@ -394,6 +434,12 @@ class A2AApplication:
             self._lock.notify_all()
 
     # -- checks ------------------------------------------------------------------------------
+
+    def _check_extended_card(self) -> None:
+        if not self.card.capabilities.extended_agent_card:
+            raise UnsupportedOperation("this agent has no extended card")
+        if not self._extended_configured:
+            raise ExtendedAgentCardNotConfigured()
 
     def _principal(self, environ: Mapping[str, Any]) -> Principal | None:
         if self._authenticate is None:

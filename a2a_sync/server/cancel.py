@@ -57,13 +57,15 @@ class TaskCanceller:
         self._lock = threading.Lock()
 
     def cancel(self, stored: StoredTask, call: CallContext) -> Task:
-        """Cancel ``stored`` (owned by the caller). A canceled task is answered again.
+        """Cancel ``stored`` (owned by the caller). On A2A 1.0 a canceled task is answered
+        again (cancel is idempotent, §3.3.1); A2A 0.3 refuses every terminal task.
 
         Raises:
-            TaskNotCancelable: The task settled in another state.
+            TaskNotCancelable: The task settled in another state (0.3: in any terminal
+                state, canceled included).
         """
         state = stored.task.status.state
-        if state is TaskState.canceled:
+        if state is TaskState.canceled and call.revision != "0.3":
             return stored.task
         if state.is_terminal:
             raise TaskNotCancelable(f"task is {state.value}")

@@ -54,7 +54,15 @@ from .context import CallContext
 from .executor import AgentExecutor, ExecuteFunction, FunctionExecutor, RequestContext
 from .pool import DEFAULT_WORKERS, WorkerPool
 from .push_policy import PushSettings
-from .runs import EventStream, Run, RunScheduler, RunStream, SnapshotStream, follow_until
+from .runs import (
+    EventStream,
+    Run,
+    RunScheduler,
+    RunStream,
+    SnapshotStream,
+    TaskSubscriptionStream,
+    follow_until,
+)
 from .stores.base import MAX_PAGE_SIZE, StoredTask, TaskStore, is_final
 from .stores.memory import InMemoryTaskStore
 
@@ -140,6 +148,10 @@ class DefaultRequestHandler:
     Raises:
         ConfigurationError: ``push.encryption_keys`` unusable (or ``cryptography``
             missing).
+        deduplicate_messages: Answer a resent message (same ``messageId``, task,
+            conversation and parts, from the same caller) with the task its first
+            delivery started instead of running the agent again (A2A 1.0 §3.3.1). A
+            message that reuses an id for another task or other content is a new message.
     """
 
     def __init__(
@@ -153,8 +165,10 @@ class DefaultRequestHandler:
         workers: int = DEFAULT_WORKERS,
         blocking_timeout: float = DEFAULT_BLOCKING_TIMEOUT,
         push: PushSettings | None = None,
+        deduplicate_messages: bool = True,
     ) -> None:
         self.card = card
+        self._deduplicate = deduplicate_messages
         self.executor = (
             executor if isinstance(executor, AgentExecutor) else FunctionExecutor(executor)
         )
@@ -240,6 +254,8 @@ class DefaultRequestHandler:
             raise InvalidParams("historyLength must not be negative")
         if message.role is not Role.user:
             raise InvalidParams("the message must come from the user (role user)")
+        if not message.parts:  # A2A 1.0 §4.1.4: a Message holds one or more parts
+            raise InvalidParams("message.parts must hold at least one part")
         if config is not None and config.push_notification_config is not None:
             self._webhooks.check_url(config.push_notification_config.url)
         current: StoredTask | None = None
@@ -253,19 +269,27 @@ class DefaultRequestHandler:
             task_id = task.id
             context_id = task.context_id or message.context_id or str(uuid.uuid4())
         else:
+            # A contextId belongs to the caller that sends it: the same id from two
+            # callers names two conversations, and nothing tells one about the other's.
             task_id = str(uuid.uuid4())
             context_id = message.context_id or str(uuid.uuid4())
-            if not self.store.bind_context(context_id, principal):
-                raise InvalidParams("contextId is not available to this caller")
         if config is not None and config.push_notification_config is not None:
             room_in = current.task.id if current is not None else None
             self._webhooks.check_room(room_in, config.push_notification_config.id, principal)
-        claimed = self.store.claim_message(principal, message.message_id, task_id)
-        if claimed is not None:
+        claimed = (
+            self.store.claim_message(principal, message.message_id, task_id)
+            if self._deduplicate
+            else None
+        )
+        # The run holds the message's claim unless the id was claimed by another message.
+        holds_claim = self._deduplicate
+        if claimed is not None and self._same_message(claimed, message, principal):
             earlier = self._earlier(claimed, principal, streaming)
             if earlier is not None:
                 return earlier
             task_id = claimed  # the earlier answer was a direct reply: answer again
+        elif claimed is not None:
+            holds_claim = False
         if current is not None and current.task.status.state.is_terminal:
             raise UnsupportedOperation(f"task is {current.task.status.state.value}")
         context = RequestContext(
@@ -279,7 +303,7 @@ class DefaultRequestHandler:
             requested_extensions=call.extensions,
             call=call,
         )
-        run = Run(context, self.store, principal, self._on_event)
+        run = Run(context, self.store, principal, self._on_event, holds_claim=holds_claim)
         if config is not None and config.push_notification_config is not None:
             self._webhooks.save(
                 config.push_notification_config,
@@ -299,6 +323,21 @@ class DefaultRequestHandler:
             stream = RunStream(run, self.store.subscribe(task_id, after_seq=0))
         self._runs.start(run)
         return run, stream, None
+
+    def _same_message(self, claimed: str, message: Message, principal: str) -> bool:
+        """Whether a message whose id was claimed for task ``claimed`` is that message
+        again (a resend), not a new message reusing the id: it names the same task (or
+        none) and conversation, and carries the same parts as the one in the task."""
+        if message.task_id and message.task_id != claimed:
+            return False
+        stored = self.store.get_task(claimed, principal=principal)
+        if stored is None:
+            return not message.task_id  # still running, or answered by a direct reply
+        task = stored.task
+        if message.context_id and task.context_id and message.context_id != task.context_id:
+            return False
+        first = next((m for m in task.history if m.message_id == message.message_id), None)
+        return first is None or first.parts == message.parts
 
     def _earlier(
         self, task_id: str, principal: str, streaming: bool
@@ -348,15 +387,17 @@ class DefaultRequestHandler:
         return attrs.evolve(result, tasks=tasks)
 
     def cancel_task(self, params: TaskIdParams, call: CallContext) -> Task:
-        """CancelTask. Repeating it on a canceled task answers the task again."""
+        """CancelTask. Repeating it on a canceled task answers the task again (1.0 only)."""
         return self._canceller.cancel(self._owned(params.id, call), call)
 
     def subscribe(self, params: TaskIdParams, call: CallContext) -> EventStream:
-        """SubscribeToTask: the current task, then its events until it settles."""
+        """SubscribeToTask: the current task, then its updates until it reaches a terminal
+        state (an interrupted task keeps the stream open: A2A 1.0 §3.1.6)."""
         stored = self._owned(params.id, call)
         if stored.task.status.state.is_terminal:
             raise UnsupportedOperation(f"task is {stored.task.status.state.value}")
-        return self._follow(stored)
+        sub = self.store.subscribe(stored.task.id, after_seq=stored.seq)
+        return TaskSubscriptionStream(stored.task, sub)
 
     # -- push notification configs ---------------------------------------------------------------
 

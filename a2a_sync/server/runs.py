@@ -17,6 +17,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Final
 
+import attrs
+
 from ..a2a.types import Message, StreamEvent, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from ..errors import (
     InternalError,
@@ -31,7 +33,15 @@ from .executor import AgentExecutor, RequestContext, TaskUpdater
 from .pool import WorkerPool
 from .stores.base import StoredTask, TaskStore, is_final
 
-__all__ = ["EventStream", "Run", "RunScheduler", "RunStream", "SnapshotStream", "follow_until"]
+__all__ = [
+    "EventStream",
+    "Run",
+    "RunScheduler",
+    "RunStream",
+    "SnapshotStream",
+    "TaskSubscriptionStream",
+    "follow_until",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +60,8 @@ class Run:
         store: The task store.
         principal: Owner of the task (the store's principal string).
         on_event: Called after each stored event (push notifications).
+        holds_claim: The message's idempotency claim is this run's (released when the
+            run ends without a task).
     """
 
     def __init__(
@@ -58,8 +70,11 @@ class Run:
         store: TaskStore,
         principal: str,
         on_event: PushHook | None = None,
+        *,
+        holds_claim: bool = True,
     ) -> None:
         self.context = context
+        self._holds_claim = holds_claim
         self.task_id = context.task_id
         self._store = store
         self._principal = principal
@@ -83,7 +98,10 @@ class Run:
     def publish(self, event: StreamEvent) -> None:
         """Store one event checked by the updater, and wake whoever waits on the run."""
         if isinstance(event, Message):
-            # A direct reply: answered to the caller, not stored (there is no task).
+            # A direct reply: answered to the caller, not stored. Without a task it must
+            # not name one (GetTask on that id would be TaskNotFound: A2A 1.0 §3.1.1).
+            if event.task_id is not None and not self._has_task:
+                event = attrs.evolve(event, task_id=None)
             self.reply = event
             self._wake(created=True, settled=True)
             return
@@ -171,7 +189,7 @@ class Run:
             self.error = InvalidAgentResponse(
                 "the agent returned without publishing a task or a message"
             )
-        if not self._has_task:
+        if not self._has_task and self._holds_claim:
             # No task answers a resend of this message: let it run again (shared stores).
             try:
                 self._store.release_claim(self._principal, self.context.message.message_id)
@@ -363,6 +381,34 @@ class SnapshotStream(EventStream):
     def __init__(self, snapshot: Task, sub: Subscription) -> None:
         super().__init__(sub)
         self._buffer.append(snapshot)  # ends the stream if the task waits already
+
+
+class TaskSubscriptionStream(EventStream):
+    """SubscribeToTask: the task as it is now, then its status and artifact updates until
+    it reaches a **terminal** state (A2A 1.0 §3.1.6). An interrupted task (input or auth
+    required) keeps the stream open: the answer that resumes it is seen here too. The
+    user messages in the task's log are not update events and are left out."""
+
+    def __init__(self, snapshot: Task, sub: Subscription) -> None:
+        super().__init__(sub, snapshot)
+
+    def poll(self, timeout: float | None) -> StreamEvent | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            event = super().poll(remaining)
+            if not isinstance(event, Message):
+                return event
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+
+    def _ends_with(self, event: StreamEvent) -> bool:
+        if event is self._opening:
+            self._opening = None
+            return False
+        if isinstance(event, (Task, TaskStatusUpdateEvent)):
+            return event.status.state.is_terminal
+        return False
 
 
 class RunStream(EventStream):

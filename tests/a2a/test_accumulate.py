@@ -154,6 +154,16 @@ def test_impossible_orders_are_protocol_errors(start: Task | None, event: Stream
         accumulate(start, event)
 
 
+def test_a_client_collecting_notes_takes_an_unknown_append_as_the_first_chunk() -> None:
+    notes: list[str] = []
+    folded = accumulate(TASK, piece("first", append=True), notes=notes)
+    assert [a.artifact_id for a in folded.artifacts] == ["a1"]
+    assert folded.artifacts[0].parts == piece("first").artifact.parts
+    assert len(notes) == 1
+    assert "'a1'" in notes[0]
+    assert "first chunk" in notes[0]
+
+
 def test_apply_artifact_keeps_order_and_leaves_the_input_alone() -> None:
     artifacts = [Artifact(artifact_id="a"), Artifact(artifact_id="b")]
     updated = apply_artifact(artifacts, piece("x", artifact_id="c"))

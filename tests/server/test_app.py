@@ -435,7 +435,11 @@ def test_extended_card_needs_credentials_even_when_anonymous_calls_are_allowed(
     agent: EchoAgent,
 ) -> None:
     application = A2AApplication(
-        card(extended=True), agent, authenticate=BearerTokens({"t": "a"}), allow_anonymous=True
+        card(extended=True),
+        agent,
+        authenticate=BearerTokens({"t": "a"}),
+        allow_anonymous=True,
+        extended_card=lambda call: None,  # configured, but without a card for this caller
     )
     try:
         anonymous = rpc(application, "GetExtendedAgentCard", {})

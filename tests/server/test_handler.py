@@ -443,12 +443,16 @@ def test_after_close_new_messages_fail_with_internal_error(agent: EchoAgent) -> 
         send(h, "hello")
 
 
-def test_another_principal_cannot_join_a_conversation(handler: DefaultRequestHandler) -> None:
+def test_context_ids_are_per_caller(handler: DefaultRequestHandler) -> None:
+    """Issue 20.7: Bob naming Alice's contextId starts his own conversation; nothing
+    tells him Alice uses the id, and Alice's conversation is untouched."""
     task = send(handler, "hello")
     assert isinstance(task, Task)
     assert task.context_id
-    with pytest.raises(InvalidParams):
-        send(handler, "", message=Message.user("hi", context_id=task.context_id), call=BOB)
+    bobs = send(handler, "", message=Message.user("hi", context_id=task.context_id), call=BOB)
+    assert isinstance(bobs, Task)
+    assert bobs.id != task.id
+    assert bobs.context_id == task.context_id
     again = send(handler, "", message=Message.user("more", context_id=task.context_id))
     assert isinstance(again, Task)
     assert again.context_id == task.context_id

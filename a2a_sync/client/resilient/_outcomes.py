@@ -8,10 +8,14 @@ error of its state (L3).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
+
+import attrs
 
 from ...a2a.types import Task, TaskState
 from ...errors import (
+    A2ASyncError,
     AllAgentsFailed,
     AuthRequired,
     Cancelled,
@@ -36,7 +40,15 @@ from ...errors import (
 )
 from ._progress import NOT_PROCESSED_STATUSES
 
-__all__ = ["NO_FALLBACK", "outcome_unknown", "should_fall_back", "task_outcome"]
+__all__ = [
+    "NO_FALLBACK",
+    "Recovery",
+    "describe",
+    "explain_rpc_error",
+    "outcome_unknown",
+    "should_fall_back",
+    "task_outcome",
+]
 
 #: Errors that are intrinsic to the request or the caller: another agent would fail the
 #: same way, so they are never a reason to fall back (seed: parse, signature, input).
@@ -103,3 +115,50 @@ def task_outcome(task: Task) -> Task:
     raise error(
         f"task {task.id} {state.value}" + (f": {why}" if why else ""), task_id=task.id, task=task
     )
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` of an underlying error, for the message of the error it causes."""
+    return f"{type(exc).__name__}: {exc}"
+
+
+@attrs.define
+class Recovery:
+    """What a resilient stream tried after its stream dropped, for its final error."""
+
+    drop: BaseException | None = None  # the failure that dropped the stream
+    resubscribes: int = 0
+    polls: int = 0
+    answered: int = 0  # polls the agent answered
+    last_error: BaseException | None = None
+
+    def dropped(self, exc: BaseException) -> None:
+        self.drop = self.last_error = exc
+
+    def timeout_headline(self, task_id: str | None, timeout: float) -> str:
+        if self.polls and not self.answered and self.last_error is not None:
+            return f"task {task_id} could not be read within {timeout} s: no poll reached the agent"
+        return f"task {task_id} did not settle within {timeout} s of polling"
+
+    def summary(self, task_id: str | None, agents: Sequence[str]) -> str:
+        """What was tried, e.g. "after the stream dropped (...), tried 3 resubscribe(s)
+        and 5 poll(s) of task t on http://a, last error: ConnectError: ..."."""
+        parts = []
+        if self.drop is not None:
+            parts.append(f"after the stream dropped ({describe(self.drop)})")
+        tried = [f"{self.polls} poll(s)"]
+        if self.resubscribes or self.drop is not None:
+            tried.insert(0, f"{self.resubscribes} resubscribe(s)")
+        text = f"tried {' and '.join(tried)} of task {task_id}"
+        if agents:
+            text += " on " + ", ".join(agents)
+        parts.append(text)
+        if self.last_error is not None and self.last_error is not self.drop:
+            parts.append(f"last error: {describe(self.last_error)}")
+        return ", ".join(parts)
+
+
+def explain_rpc_error(exc: RPCError, context: str) -> A2ASyncError:
+    """The same refusal (same class, code and data) with ``context`` in its message;
+    the caller chains it to ``exc``."""
+    return type(exc)(f"{exc.message} ({context})", code=exc.code, data=exc.data)

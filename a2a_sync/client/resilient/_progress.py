@@ -37,6 +37,7 @@ __all__ = [
     "NOT_PROCESSED_STATUSES",
     "ReplayFilter",
     "diff_events",
+    "lagging_append",
     "resumable",
     "same_progress",
     "settled",
@@ -101,6 +102,18 @@ def diff_events(previous: Task | None, current: Task) -> list[StreamEvent]:
             )
         )
     return events
+
+
+def lagging_append(view: Task | None, delivered: Task | None, update: StreamEvent) -> str | None:
+    """The artifact an append is for, when the subscription's snapshot (``view``) lacks it
+    but the consumer has seen it: the snapshot is older than its stream, which then
+    cannot be folded onto it. ``None`` otherwise."""
+    if not isinstance(update, TaskArtifactUpdateEvent) or not update.append:
+        return None
+    artifact_id = update.artifact.artifact_id
+    in_view = view is not None and any(a.artifact_id == artifact_id for a in view.artifacts)
+    seen = delivered is not None and any(a.artifact_id == artifact_id for a in delivered.artifacts)
+    return artifact_id if seen and not in_view else None
 
 
 def _is_prefix(shorter: Sequence[Any], longer: Sequence[Any]) -> bool:

@@ -57,7 +57,7 @@ from ...policies import ResilienceConfig
 from .._message import MessageInput, as_message
 from ..bindings.jsonrpc import TimeoutArg
 from ..client import A2AClient
-from ._outcomes import outcome_unknown, should_fall_back, task_outcome
+from ._outcomes import Recovery, outcome_unknown, should_fall_back, task_outcome
 from ._progress import NOT_PROCESSED_STATUSES, diff_events, resumable, settled
 from .stream import ResilientTaskStream
 
@@ -304,30 +304,34 @@ class ResilientA2AClient:
         limit = self.config.task_timeout if timeout is None else timeout
         deadline = self._clock() + limit
         polls = 0
-        last_error: A2ASyncError | None = None
+        recovery = Recovery()
         task: Task | None = None
         while True:
+            recovery.polls += 1
             try:
                 task = self.get_task(task_id, history_length=history_length)
             except (TransportError, HTTPStatusError, AllAgentsFailed) as exc:
                 if isinstance(exc, Cancelled):
                     raise  # closed: stop waiting
-                last_error = exc
+                recovery.last_error = exc
                 logger.debug("poll of task %s failed: %s", task_id, exc)
             else:
+                recovery.answered += 1
                 if settled(task):
                     return task_outcome(task)
             polls += 1
             remaining = deadline - self._clock()
             if remaining <= 0:
+                agents = [redact_url(agent.url) for agent in self._agents_for(task_id)]
                 raise TaskWaitTimeout(
-                    f"task {task_id} did not settle within {limit} s "
-                    f"(last state: {task.state.value if task else 'unknown'}); "
+                    f"{recovery.timeout_headline(task_id, limit)} "
+                    f"(last state: {task.state.value if task else 'unknown'}; "
+                    f"{recovery.summary(task_id, agents)}); "
                     f"call wait_for_task({task_id!r}) again to keep waiting",
                     task_id=task_id,
                     timeout=limit,
                     task=task,
-                ) from last_error
+                ) from recovery.last_error
             self._wait(min(self.config.poll.interval(polls), remaining))
             if self._closing.is_set():
                 raise Cancelled(f"the client was closed while waiting for task {task_id}")
@@ -481,7 +485,7 @@ class ResilientA2AClient:
         Returns the result and the agent that produced it.
         """
         failures: list[tuple[str, BaseException]] = []
-        for agent in agents:
+        for index, agent in enumerate(agents):
             try:
                 result = call(agent)
             except A2ASyncError as exc:
@@ -496,9 +500,10 @@ class ResilientA2AClient:
                     ) from exc
                 if not should_fall_back(exc, send=send, resend=resend, task_bound=task_bound):
                     raise
-                logger.info(
-                    "agent %s failed (%s); trying the next agent", redact_url(agent.url), exc
-                )
+                if index + 1 < len(agents):
+                    logger.info(
+                        "agent %s failed (%s); trying the next agent", redact_url(agent.url), exc
+                    )
                 failures.append((agent.url, exc))
                 continue
             if isinstance(result, Task):

@@ -12,6 +12,7 @@ resubscribed stream's result is confirmed with one ``GetTask`` when it ends.
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import threading
 from collections.abc import Iterator, Sequence
@@ -30,15 +31,18 @@ from ...errors import (
     AllAgentsFailed,
     Cancelled,
     HTTPStatusError,
+    MethodNotFound,
     OutcomeUnknown,
     ProtocolError,
+    RPCError,
     TaskWaitTimeout,
     TransportError,
     UnsupportedOperation,
 )
 from ..client import A2AClient
 from ..stream import TaskStream
-from ._progress import ReplayFilter, diff_events, resumable, same_progress, settled
+from ._outcomes import Recovery, explain_rpc_error
+from ._progress import ReplayFilter, diff_events, lagging_append, resumable, same_progress, settled
 
 if TYPE_CHECKING:
     from .client import ResilientA2AClient
@@ -46,6 +50,10 @@ if TYPE_CHECKING:
 __all__ = ["ResilientTaskStream", "diff_events"]
 
 logger = logging.getLogger(__name__)
+
+
+class _Unfoldable(Exception):
+    """A resubscribed stream's event does not fold into the task (recovery then polls)."""
 
 
 class _Reply(Exception):
@@ -101,6 +109,8 @@ class ResilientTaskStream:
         self._closed = threading.Event()
         self._sends = 1  # attempts at sending the message
         self._failures = 0  # consecutive resubscribes without progress
+        self._recovery = Recovery()  # what recovery tried, for the final error
+        self._notes: list[str] = []  # deviations tolerated while folding resubscriptions
         self.reconnects = 0
         self.polled = False
         if message is not None:
@@ -239,7 +249,10 @@ class ResilientTaskStream:
                 task_id, lambda agent: agent.subscribe(task_id)
             )
             self._pending.extend(self._first_event(stream))
-        except UnsupportedOperation:
+        except (UnsupportedOperation, MethodNotFound, ProtocolError) as exc:
+            if isinstance(exc, ProtocolError):
+                logger.info("subscription to %s unusable (%s); polling", task_id, exc)
+                self._recovery.last_error = exc
             self._agent = self._agent or self._client._owner_of(task_id)
             self._finish_or_poll()
         except A2ASyncError as exc:
@@ -258,20 +271,44 @@ class ResilientTaskStream:
                 return
             stream = self._stream
             if stream is None:
-                yield from self._poll()
+                with self._explained():
+                    yield from self._poll()
                 return
             try:
                 yield from self._read(stream)
+            except _Unfoldable as exc:
+                # A local assembly problem never ends recovery: the agent's task is polled.
+                stream.close()
+                self._stream = None
+                self._recovery.last_error = exc
+                logger.info("task %s: %s; polling instead", self._task_id, exc)
             except A2ASyncError as exc:
                 if self._closed.is_set() or not resumable(exc):
                     raise
-                self._after_drop(stream, exc)
+                self._recovery.dropped(exc)
+                with self._explained():
+                    self._after_drop(stream, exc)
             else:
                 if stream.message is not None:
                     self._reply = stream.message
+                if self._raw and stream.needs_confirmation:
+                    # The stream's fold tolerated a deviation: confirm it with GetTask.
+                    self._raw, self._delivered = False, stream.task
                 if not self._raw:
-                    self._reconcile()
+                    with self._explained():
+                        self._reconcile()
                 self._finished = True
+
+    @contextlib.contextmanager
+    def _explained(self) -> Iterator[None]:
+        """Recovery's refusals (e.g. TaskNotFound after a restart) name the task, what
+        was tried and why the stream had dropped."""
+        try:
+            yield
+        except RPCError as exc:
+            agents = [redact_url(self._agent.url)] if self._agent is not None else []
+            self._recovery.resubscribes = self.reconnects
+            raise explain_rpc_error(exc, self._recovery.summary(self._task_id, agents)) from exc
 
     def _read(self, stream: TaskStream) -> Iterator[StreamEvent]:
         if self._raw:
@@ -287,7 +324,16 @@ class ResilientTaskStream:
         assert replay is not None
         for event in stream:
             for update in replay.feed(event):
-                previous, view = view, accumulate(view, update)
+                lagging = lagging_append(view, self._delivered, update)
+                if lagging is not None:
+                    raise _Unfoldable(
+                        "the subscription's snapshot lags its stream (an append to "
+                        f"artifact {lagging!r}, which the snapshot lacks)"
+                    )
+                try:
+                    previous, view = view, accumulate(view, update, notes=self._notes)
+                except ProtocolError as exc:
+                    raise _Unfoldable(f"the resubscribed stream does not fold: {exc}") from exc
                 if previous is self._delivered and not isinstance(update, Task):
                     self._delivered = view  # in step with the agent: the update is new
                     self._failures = 0
@@ -371,14 +417,23 @@ class ResilientTaskStream:
             stream = agent.subscribe(task_id)
             # The agent's refusal may come as the stream's first (and only) event.
             self._pending.extend(self._first_event(stream))
-        except UnsupportedOperation:
-            # CR-05: the task settled meanwhile (or the agent cannot re-attach to it).
+        except (UnsupportedOperation, MethodNotFound):
+            # CR-05: the task settled meanwhile (or the agent cannot re-attach to it; an
+            # agent without tasks/resubscribe, like VoltAgent, says MethodNotFound).
+            return self._finish_or_poll()
+        except ProtocolError as exc:
+            # A subscription that does not start with the task: polling still can.
+            if stream is not None:
+                stream.close()
+            self._recovery.last_error = exc
+            logger.info("resubscribe to %s unusable (%s); polling", task_id, exc)
             return self._finish_or_poll()
         except A2ASyncError as exc:
             if stream is not None:
                 stream.close()
             if not resumable(exc):
                 raise
+            self._recovery.last_error = exc
             logger.debug("resubscribe to %s failed: %s", task_id, exc)
             return False
         return True
@@ -389,6 +444,9 @@ class ResilientTaskStream:
             first = next(stream)
         except StopIteration:
             raise ProtocolError("a subscription ended without sending the task") from None
+        except ProtocolError:
+            stream.close()
+            raise
         if not isinstance(first, Task):
             stream.close()
             raise ProtocolError(
@@ -415,6 +473,7 @@ class ResilientTaskStream:
         except A2ASyncError as exc:
             if not resumable(exc):
                 raise
+            self._recovery.last_error = exc
             return True  # polling follows and retries the read
         self._pending.extend(self._advance(task))
         if settled(task):
@@ -463,27 +522,34 @@ class ResilientTaskStream:
         clock = self._client._clock
         deadline = clock() + config.task_timeout
         polls = 0
+        recovery = self._recovery
+        recovery.resubscribes = self.reconnects
         while not self._closed.is_set():
+            recovery.polls += 1
             try:
                 task = self._client.get_task(self._task_id)
             except (TransportError, HTTPStatusError, AllAgentsFailed) as exc:
                 if isinstance(exc, Cancelled):
                     raise
+                recovery.last_error = exc
                 logger.debug("poll of %s failed: %s", self._task_id, exc)
             else:
+                recovery.answered += 1
                 yield from self._advance(task)
                 if settled(task):
                     return
             polls += 1
             remaining = deadline - clock()
             if remaining <= 0:
+                agents = [redact_url(agent.url) for agent in self._agents]
                 raise TaskWaitTimeout(
-                    f"task {self._task_id} did not settle within {config.task_timeout} s of "
-                    f"polling; wait_for_task({self._task_id!r}) can resume the wait",
+                    f"{recovery.timeout_headline(self._task_id, config.task_timeout)}; "
+                    f"{recovery.summary(self._task_id, agents)}. "
+                    f"wait_for_task({self._task_id!r}) can resume the wait",
                     task_id=self._task_id,
                     timeout=config.task_timeout,
                     task=self._delivered,
-                )
+                ) from recovery.last_error
             self._wait(min(config.poll.interval(polls), remaining))
 
     def _wait(self, delay: float) -> None:

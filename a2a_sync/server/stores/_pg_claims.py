@@ -24,6 +24,7 @@ from typing import Final
 from ...errors import InternalError
 from ..events import Subscription
 from ._pg_db import Database
+from .base import context_key
 
 __all__ = ["CLAIM_STATEMENTS", "CONTEXT_CACHE_SIZE", "Claims"]
 
@@ -139,6 +140,7 @@ class Claims:
 
     def bind_context(self, context_id: str, principal: str) -> bool:
         """Own a conversation (see ``TaskStore.bind_context``)."""
+        context_id = context_key(principal, context_id)  # conversations are per caller
         with self._lock:
             owner = self._contexts.get(context_id)
         if owner is None:

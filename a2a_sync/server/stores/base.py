@@ -26,7 +26,10 @@ from __future__ import annotations
 import abc
 import base64
 import binascii
+import hashlib
+import hmac
 import json
+import secrets
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from typing import Any, Final
@@ -54,6 +57,7 @@ __all__ = [
     "StoredTask",
     "TaskStore",
     "check_open",
+    "context_key",
     "is_final",
     "status_time",
 ]
@@ -125,36 +129,70 @@ def status_time(task: Task) -> datetime:
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
+#: Bytes of the HMAC-SHA256 tag that ends a page token.
+_TAG_BYTES: Final = 16
+#: Bounds of a token's sort key: microseconds within SQL's 64-bit integers, and task ids
+#: of a sane length (a token outside them was not issued here).
+_MAX_MICROS: Final = 2**62
+_MAX_TASK_ID: Final = 4096
+_BAD_PAGE: Final = (
+    "invalid pageToken: pass the nextPageToken of an earlier ListTasks answer unchanged, "
+    "or omit it to start from the first page"
+)
+
+
+def context_key(principal: str, context_id: str) -> str:
+    """The store key of a caller's conversation: contextIds are per caller, so the same
+    id sent by two callers names two conversations (unambiguous for any strings)."""
+    return json.dumps([principal, context_id], separators=(",", ":"))
+
+
 @attrs.frozen
 class PageToken:
     """Where a ListTasks page ends: the sort key of its last task.
 
     Tasks are listed by status time, newest first, ties by id descending; the next page
-    starts strictly after ``(micros, task_id)``. The token is opaque to clients.
+    starts strictly after ``(micros, task_id)``. The token is opaque to clients and
+    integrity-protected: an HMAC-SHA256 tag under the store's ``page_token_key`` ends it,
+    so a token the store did not issue is refused with InvalidParams before any query.
     """
 
     micros: int
     task_id: str
 
-    def encode(self) -> str:
-        """The token as sent to the client."""
+    def encode(self, key: bytes) -> str:
+        """The token as sent to the client, tagged with ``key``."""
         raw = json.dumps([self.micros, self.task_id], separators=(",", ":")).encode()
-        return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+        tag = hmac.new(key, raw, hashlib.sha256).digest()[:_TAG_BYTES]
+        return base64.urlsafe_b64encode(tag + raw).decode("ascii").rstrip("=")
 
     @classmethod
-    def decode(cls, token: str) -> PageToken:
+    def decode(cls, token: str, key: bytes) -> PageToken:
         """Read a client's token.
 
         Raises:
-            InvalidParams: The token was not issued by this server.
+            InvalidParams: The token was not issued by this store (bad encoding, bad tag,
+                or a sort key out of range).
         """
         try:
-            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+            blob = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        except (ValueError, binascii.Error) as exc:
+            raise InvalidParams(_BAD_PAGE) from exc
+        tag, raw = blob[:_TAG_BYTES], blob[_TAG_BYTES:]
+        if not hmac.compare_digest(tag, hmac.new(key, raw, hashlib.sha256).digest()[:_TAG_BYTES]):
+            raise InvalidParams(_BAD_PAGE)
+        try:
             micros, task_id = json.loads(raw)
-        except (ValueError, TypeError, binascii.Error) as exc:
-            raise InvalidParams("invalid pageToken") from exc
-        if isinstance(micros, bool) or not isinstance(micros, int) or not isinstance(task_id, str):
-            raise InvalidParams("invalid pageToken")
+        except (ValueError, TypeError) as exc:
+            raise InvalidParams(_BAD_PAGE) from exc
+        if (
+            isinstance(micros, bool)
+            or not isinstance(micros, int)
+            or not -_MAX_MICROS <= micros <= _MAX_MICROS
+            or not isinstance(task_id, str)
+            or len(task_id) > _MAX_TASK_ID
+        ):
+            raise InvalidParams(_BAD_PAGE)
         return cls(micros, task_id)
 
     @classmethod
@@ -189,8 +227,9 @@ def micros_of(moment: datetime) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def page(tasks: Iterable[Task], params: ListTasksParams) -> ListTasksResult:
-    """Filter, sort and cut one ListTasks page out of a principal's tasks (in memory).
+def page(tasks: Iterable[Task], params: ListTasksParams, key: bytes) -> ListTasksResult:
+    """Filter, sort and cut one ListTasks page out of a principal's tasks (in memory);
+    ``key`` signs and checks page tokens.
 
     ``params.page_size`` must be validated already (1 .. :data:`MAX_PAGE_SIZE` or None).
     """
@@ -215,12 +254,12 @@ def page(tasks: Iterable[Task], params: ListTasksParams) -> ListTasksResult:
     keyed.sort(key=lambda pair: pair[0], reverse=True)
     total = len(keyed)
     if params.page_token:
-        token = PageToken.decode(params.page_token)
+        token = PageToken.decode(params.page_token, key)
         bound = (token.micros, token.task_id)
         keyed = [pair for pair in keyed if pair[0] < bound]
     size = params.page_size or DEFAULT_PAGE_SIZE
     chosen = [task for _, task in keyed[:size]]
-    next_token = PageToken.after(chosen[-1]).encode() if len(keyed) > size else ""
+    next_token = PageToken.after(chosen[-1]).encode(key) if len(keyed) > size else ""
     return ListTasksResult(
         tasks=chosen, next_page_token=next_token, page_size=size, total_size=total
     )
@@ -308,15 +347,34 @@ class TaskStore(abc.ABC):
 
     @abc.abstractmethod
     def bind_context(self, context_id: str, principal: str) -> bool:
-        """Atomically make ``principal`` the owner of ``context_id`` unless another is.
+        """Record that ``principal`` uses ``context_id``.
 
-        Conversations belong to the principal that started them, so an agent keeping
-        state per ``contextId`` never serves one caller's state to another.
+        Conversation ids are per caller (keyed by :func:`context_key`): the same id sent
+        by two callers names two conversations, so neither can find out, or take, the
+        other's. An agent keeping state per conversation keys it by
+        ``(context.principal.name, context.context_id)``.
 
         Returns:
-            True when ``principal`` owns the context (now or before), False when another
-            principal does.
+            True (the caller's own conversation, new or known); the server no longer
+            asks, and kept for stores written against the earlier contract.
         """
+
+    # -- page tokens -----------------------------------------------------------------------
+
+    @property
+    def page_token_key(self) -> bytes:
+        """The HMAC key of this store's ListTasks page tokens (random per store unless
+        set; stores shared by several processes set one all of them agree on)."""
+        key: bytes | None = self.__dict__.get("_page_token_key")
+        if key is None:
+            key = self.__dict__.setdefault("_page_token_key", secrets.token_bytes(32))
+        return key
+
+    @page_token_key.setter
+    def page_token_key(self, key: bytes) -> None:
+        if len(key) < 16:
+            raise ValueError("page_token_key needs at least 16 bytes")
+        self.__dict__["_page_token_key"] = key
 
     # -- push notification configs ---------------------------------------------------------
 

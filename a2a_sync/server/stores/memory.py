@@ -8,7 +8,7 @@ from ...a2a.accumulate import accumulate
 from ...a2a.types import ListTasksParams, ListTasksResult, PushNotificationConfig, StreamEvent, Task
 from ...errors import ConfigurationError, TaskNotFound
 from ..events import DEFAULT_SUBSCRIBER_BUFFER, EventBroker, LogEntry, Subscription
-from .base import StoredPushConfig, StoredTask, TaskStore, check_open, page
+from .base import StoredPushConfig, StoredTask, TaskStore, check_open, context_key, page
 
 __all__ = ["InMemoryTaskStore"]
 
@@ -83,7 +83,7 @@ class InMemoryTaskStore(TaskStore):
     def list_tasks(self, params: ListTasksParams, *, principal: str) -> ListTasksResult:
         with self._lock:
             tasks = [r.task for r in self._tasks.values() if r.principal == principal]
-        return page(tasks, params)
+        return page(tasks, params, self.page_token_key)
 
     def claim_message(self, principal: str, message_id: str, task_id: str) -> str | None:
         key = (principal, message_id)
@@ -94,8 +94,9 @@ class InMemoryTaskStore(TaskStore):
             return existing
 
     def bind_context(self, context_id: str, principal: str) -> bool:
+        key = context_key(principal, context_id)
         with self._lock:
-            return self._contexts.setdefault(context_id, principal) == principal
+            return self._contexts.setdefault(key, principal) == principal
 
     def set_push_config(self, config: PushNotificationConfig, *, revision: str) -> StoredPushConfig:
         if config.task_id is None or config.id is None:

@@ -34,6 +34,7 @@ The schema is created on first use and migrated by version (:mod:`._pg_schema`).
 from __future__ import annotations
 
 import collections
+import hashlib
 import logging
 import threading
 import uuid
@@ -174,6 +175,8 @@ class PostgresTaskStore(TaskStore):
         if lease_timeout <= heartbeat_interval:
             raise ConfigurationError("lease_timeout must exceed heartbeat_interval")
         self.worker_id = uuid.uuid4().hex
+        # Every worker given this DSN signs page tokens alike (set it for a secret key).
+        self.page_token_key = hashlib.sha256(b"a2a-sync page tokens\0" + dsn.encode()).digest()
         self._lease_timeout = lease_timeout
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -297,7 +300,7 @@ class PostgresTaskStore(TaskStore):
         # Only the constant clauses above are joined in; values are bound parameters.
         total = self._query(f"SELECT count(*) FROM a2a_tasks WHERE {' AND '.join(where)}", args)  # noqa: S608
         if params.page_token:
-            token = PageToken.decode(params.page_token)
+            token = PageToken.decode(params.page_token, self.page_token_key)
             where.append("(status_micros, id) < (%s, %s)")
             args += [token.micros, token.task_id]
         size = params.page_size or DEFAULT_PAGE_SIZE
@@ -308,7 +311,8 @@ class PostgresTaskStore(TaskStore):
             binary=True,
         )
         tasks = [fold(load_task(blob), pending) for blob, pending in rows[:size]]
-        next_token = PageToken.after(tasks[-1]).encode() if len(rows) > size else ""
+        key = self.page_token_key
+        next_token = PageToken.after(tasks[-1]).encode(key) if len(rows) > size else ""
         return ListTasksResult(
             tasks=tasks, next_page_token=next_token, page_size=size, total_size=total[0][0]
         )

@@ -51,6 +51,7 @@ from .base import (
     StoredTask,
     TaskStore,
     check_open,
+    context_key,
     is_final,
     micros_of,
     sql_task_filters,
@@ -260,7 +261,7 @@ class SQLiteTaskStore(TaskStore):
         # Only the constant clauses above are joined in; values are bound parameters.
         total = self._read(f"SELECT COUNT(*) FROM a2a_tasks WHERE {' AND '.join(where)}", args)  # noqa: S608
         if params.page_token:
-            token = PageToken.decode(params.page_token)
+            token = PageToken.decode(params.page_token, self.page_token_key)
             where.append("(status_micros < ? OR (status_micros = ? AND id < ?))")
             args += [token.micros, token.micros, token.task_id]
         size = params.page_size or DEFAULT_PAGE_SIZE
@@ -270,7 +271,8 @@ class SQLiteTaskStore(TaskStore):
             [*args, size + 1],
         )
         tasks = [V1_0.load_task(decode_json(blob)) for (blob,) in rows[:size]]
-        next_token = PageToken.after(tasks[-1]).encode() if len(rows) > size else ""
+        key = self.page_token_key
+        next_token = PageToken.after(tasks[-1]).encode(key) if len(rows) > size else ""
         return ListTasksResult(
             tasks=tasks, next_page_token=next_token, page_size=size, total_size=total[0][0]
         )
@@ -304,6 +306,7 @@ class SQLiteTaskStore(TaskStore):
         return None
 
     def bind_context(self, context_id: str, principal: str) -> bool:
+        context_id = context_key(principal, context_id)  # conversations are per caller
         with self._lock:
             self._check_open()
             owner = self._contexts.get(context_id)

@@ -343,8 +343,9 @@ def test_no_event_is_accepted_after_a_terminal_state(store: TaskStore) -> None:
     assert stored.task.status.state is TaskState.completed
 
 
-def test_a_context_belongs_to_the_first_principal_that_uses_it(store: TaskStore) -> None:
+def test_context_ids_are_per_caller(store: TaskStore) -> None:
+    """Issue 20.7: the same contextId from two callers names two conversations."""
     assert store.bind_context("ctx", "alice") is True
     assert store.bind_context("ctx", "alice") is True
-    assert store.bind_context("ctx", "bob") is False
+    assert store.bind_context("ctx", "bob") is True
     assert store.bind_context("other", "bob") is True
