@@ -15,8 +15,8 @@ Routes (relative to where the app is mounted):
   ``text/event-stream``: one ``data:`` line per event, each a full JSON-RPC response
   carrying the request id, flushed as produced, with ``: keep-alive`` comments while idle.
 
-Envelope rules (checked in this order, before any work): a bad ``Host`` on a protected
-app is 421, a foreign ``Origin`` 403, a missing ``Content-Type`` 400, a non-JSON one 415,
+Envelope rules (checked in this order, before any work): a ``Host`` outside
+``allowed_hosts`` is 421 (under any WSGI server), a foreign ``Origin`` 403, a missing ``Content-Type`` 400, a non-JSON one 415,
 a failed authentication 401, a body over ``max_body_bytes`` 413 (never more than
 ``max_body_bytes + 1`` bytes are read). Everything after that is a JSON-RPC answer (HTTP
 200): invalid JSON ``-32700``, a batch, a non-object or a malformed envelope ``-32600``, an
@@ -44,6 +44,7 @@ from .._jsonrpc import encode_result
 from .._methods import STREAMING, Operation, lookup
 from ..errors import ConfigurationError, InternalError, MethodNotFound, RPCError
 from ..types import AgentCard
+from ._hosts import HOST_REFUSED, allowed_hosts_for, host_permitted
 from ._streams import SSE_HEADERS, Prefetched, SSEBody
 from ._wire import (
     JSON_HEADERS,
@@ -133,8 +134,9 @@ class A2AApplication:
         authenticate: ``authenticate(environ) -> Principal | None``.
         allow_anonymous: Accept callers the authenticator did not identify (default: only
             when there is no authenticator).
-        allowed_hosts: Host names accepted in ``Host`` (``"*"``: any). ``None`` checks
-            nothing; ``serve`` protects loopback binds with :data:`LOOPBACK_HOSTS`.
+        allowed_hosts: Host names accepted in ``Host``; others get 421 (DNS-rebinding
+            protection under any WSGI server). Default: :data:`LOOPBACK_HOSTS` plus the
+            hosts of the card's interface URLs. ``["*"]`` accepts any.
         allowed_origins: Origins accepted in ``Origin`` besides the request's own.
         rpc_path: Path of the JSON-RPC endpoint.
         max_body_bytes: Largest request body.
@@ -199,9 +201,7 @@ class A2AApplication:
         self.handler: Any = handler
         self._authenticate = authenticate
         self._allow_anonymous = authenticate is None if allow_anonymous is None else allow_anonymous
-        self.allowed_hosts = (
-            None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
-        )
+        self.allowed_hosts = allowed_hosts_for(card, allowed_hosts)
         self._allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
         self.rpc_path = rpc_path
         self.max_body_bytes = max_body_bytes
@@ -219,10 +219,8 @@ class A2AApplication:
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "") or "/"
         method = environ.get("REQUEST_METHOD", "GET")
-        if self.allowed_hosts is not None and not host_allowed(
-            environ.get("HTTP_HOST", ""), self.allowed_hosts
-        ):
-            return plain(start_response, "421 Misdirected Request", "unknown host")
+        if not host_permitted(environ, self.allowed_hosts):
+            return plain(start_response, "421 Misdirected Request", HOST_REFUSED)
         if path == CARD_PATH:
             if method not in ("GET", "HEAD"):
                 return plain(
