@@ -22,6 +22,7 @@ from .auth import APIKeys, Authenticator, BearerTokens, Principal
 from .context import CallContext
 from .executor import AgentExecutor, FunctionExecutor, RequestContext, TaskUpdater
 from .handler import DefaultRequestHandler, RequestHandler, StreamingRequestHandler
+from .limits import ServerLimits
 from .push import PushSender
 from .runs import EventStream
 from .serving import RunningServer, serve, serve_in_thread
@@ -44,6 +45,7 @@ __all__ = [
     "RequestHandler",
     "RunningServer",
     "SQLiteTaskStore",
+    "ServerLimits",
     "StreamingRequestHandler",
     "TaskStore",
     "TaskUpdater",

@@ -16,13 +16,14 @@ Routes (relative to where the app is mounted):
   carrying the request id, flushed as produced, with ``: keep-alive`` comments while idle.
 
 Envelope rules (checked in this order, before any work): a ``Host`` outside
-``allowed_hosts`` is 421 (under any WSGI server), a foreign ``Origin`` 403, a missing ``Content-Type`` 400, a non-JSON one 415,
-a failed authentication 401, a body over ``max_body_bytes`` 413 (never more than
-``max_body_bytes + 1`` bytes are read). Everything after that is a JSON-RPC answer (HTTP
-200): invalid JSON ``-32700``, a batch, a non-object or a malformed envelope ``-32600``, an
-unknown method ``-32601``, bad params ``-32602``, a wrong ``A2A-Version`` ``-32009``, and the
-A2A errors of the operations. Exceptions that are not protocol errors are logged and
-answered ``-32603 Internal error``, never with their text.
+``allowed_hosts`` is 421 (under any WSGI server), a foreign ``Origin`` 403, a missing
+``Content-Type`` 400, a non-JSON one 415, a failed authentication 401, a body over
+``max_body_bytes`` 413 (never more than ``max_body_bytes + 1`` bytes are read). Everything
+after that is a JSON-RPC answer (HTTP 200): invalid JSON ``-32700``, a batch, a non-object
+or a malformed envelope ``-32600``, an unknown method ``-32601``, bad params ``-32602``, a
+wrong ``A2A-Version`` ``-32009``, and the A2A errors of the operations. Exceptions that
+are not protocol errors are logged and answered ``-32603 Internal error``, never with
+their text.
 
 Under load: at most ``max_streams`` streams are open at once (more get 503 with
 ``Retry-After``), so a WSGI server with more threads than that always has threads left
