@@ -46,7 +46,7 @@ from .._methods import STREAMING, Operation, lookup
 from ..errors import ConfigurationError, InternalError, MethodNotFound, RPCError
 from ..types import AgentCard
 from ._hosts import HOST_REFUSED, allowed_hosts_for, host_permitted
-from ._streams import SSE_HEADERS, Prefetched, SSEBody
+from ._streams import SSE_HEADERS, Prefetched, RefusalLog, SSEBody
 from ._wire import (
     JSON_HEADERS,
     JSON_TYPES,
@@ -212,6 +212,7 @@ class A2AApplication:
         self._cards = CardPublisher(card, rpc_path=rpc_path, signer=sign_card)
         self._lock = threading.Condition()
         self._streams: set[SSEBody] = set()
+        self._refusals = RefusalLog()
         self._in_flight = 0
         self._closing = False
 
@@ -345,7 +346,7 @@ class A2AApplication:
     ) -> Iterable[bytes]:
         with self._lock:
             if len(self._streams) >= self.max_streams or self._closing:
-                logger.warning("stream refused: %d streams open", len(self._streams))
+                self._refusals.note(len(self._streams))
                 return plain(
                     start_response,
                     "503 Service Unavailable",

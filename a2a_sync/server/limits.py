@@ -36,7 +36,8 @@ class ServerLimits:
     Attributes:
         connection_limit: Open connections at once (idle, slow and streaming ones
             included). Beyond it new connections wait in the listen backlog. Each takes a
-            file descriptor: keep it well under ``ulimit -n``.
+            file descriptor: ``serve`` raises the soft ``ulimit -n`` to fit (up to the
+            hard limit) and warns if it cannot.
         header_timeout: Seconds from a connection's opening (or a request's first byte,
             on a kept-alive connection) until its request headers are complete. Counted
             from the start: dripping bytes does not extend it. Late clients get 408 and
@@ -51,7 +52,7 @@ class ServerLimits:
         sweep_interval: How often the deadlines are checked (their resolution).
     """
 
-    connection_limit: int = attrs.field(default=1000, validator=_positive)
+    connection_limit: int = attrs.field(default=2000, validator=_positive)
     header_timeout: float = attrs.field(default=10.0, validator=_positive)
     body_timeout: float = attrs.field(default=60.0, validator=_positive)
     idle_timeout: float = attrs.field(default=30.0, validator=_positive)

@@ -66,6 +66,8 @@ DEFAULT_PORT: Final = 8000
 DEFAULT_DATABASE: Final = "a2a-tasks.sqlite3"
 #: Grace period of ``serve_in_thread``: tests want a prompt stop.
 THREAD_GRACE: Final = 2.0
+#: File descriptors kept beyond connections and threads (store, logs, wake-up pipes).
+DESCRIPTOR_RESERVE: Final = 64
 #: ``database`` values naming a PostgreSQL server rather than a SQLite file.
 POSTGRES_SCHEMES: Final = ("postgresql://", "postgres://")
 
@@ -189,18 +191,28 @@ def _socket_map(server: Any) -> dict[int, Any]:
 
 
 def _check_descriptors(needed: int) -> None:
-    """Warn when the process may run out of file descriptors before the connection limit."""
+    """Make sure the process may open ``needed`` file descriptors (connections, threads'
+    pipes, the store): raise the soft ``ulimit -n`` up to the hard one if it is lower (as
+    the Go runtime does), else warn with the fix."""
     try:
         import resource  # noqa: PLC0415 - POSIX only
     except ImportError:  # pragma: no cover - Windows
         return
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < needed + 64:
+    needed += DESCRIPTOR_RESERVE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        logger.info("raised the soft file-descriptor limit from %d to %d", soft, target)
+        soft = target
+    if soft < needed:
         logger.warning(
             "ulimit -n is %d but the connection limit and threads need about %d file "
             "descriptors: raise ulimit -n or lower ServerLimits.connection_limit",
             soft,
-            needed + 64,
+            needed,
         )
 
 

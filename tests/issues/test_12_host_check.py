@@ -123,8 +123,8 @@ def test_gunicorn_refuses_a_foreign_host(tmp_path: Path) -> None:
 
 
 def test_mounted_in_flask_refuses_a_foreign_host(bare: A2AApplication) -> None:
-    from flask import Flask  # noqa: PLC0415 - test-only dependency
-    from werkzeug.middleware.dispatcher import DispatcherMiddleware  # noqa: PLC0415
+    from flask import Flask
+    from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
     site = Flask("site")
     site.wsgi_app = DispatcherMiddleware(site.wsgi_app, {"/agents/echo": bare})  # type: ignore[method-assign]
