@@ -173,7 +173,7 @@ def test_subscribers_over_the_stream_cap_get_a_prompt_503_while_calls_still_answ
         for i, sock in enumerate(subs):
             sock.sendall(_request("SendStreamingMessage", f"s{i}", "hold"))
             sock.setblocking(False)
-            selector.register(sock, selectors.EVENT_READ)
+            selector.register(sock, selectors.EVENT_READ, sock)
             heads[sock] = b""
 
         def answered(sock: socket.socket) -> bool:
@@ -184,13 +184,12 @@ def test_subscribers_over_the_stream_cap_get_a_prompt_503_while_calls_still_answ
             ready = selector.select(timeout=BOUND)
             assert ready, f"{pending} subscribers got no answer within {BOUND} s"
             for key, _ in ready:
-                sock = key.fileobj
-                assert isinstance(sock, socket.socket)
-                chunk = sock.recv(65536)
+                sub: socket.socket = key.data
+                chunk = sub.recv(65536)
                 assert chunk, "the server closed a subscriber's connection without an answer"
-                heads[sock] += chunk
-                if answered(sock):
-                    selector.unregister(sock)
+                heads[sub] += chunk
+                if answered(sub):
+                    selector.unregister(sub)
                     pending -= 1
         selector.close()
         statuses = [heads[sock].split(b"\r\n", 1)[0] for sock in subs]
