@@ -84,7 +84,8 @@ def soak(url: str, calls: int, every: int) -> list[tuple[int, float, int, int]]:
         started = time.perf_counter()
         for i in range(1, calls + 1):
             proxy.clear()
-            fault = ("ok", "reset", "cut", "stale")[i % 4] if i % 50 else "timeout"
+            # Pairs of calls (a send, then a get) share a fault: both kinds see every one.
+            fault = ("ok", "reset", "cut", "stale")[(i // 2) % 4] if i % 50 else "timeout"
             caller = client
             if fault == "reset":
                 proxy.reset_after(60)
