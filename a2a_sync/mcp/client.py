@@ -23,7 +23,7 @@ from .connection import MCPConnection
 from .pending import PendingRequest
 from .session import MCPSession
 from .subscriptions import Subscription, SubscriptionEvent
-from .tool_call import ToolCall, typed_output
+from .tool_call import ToolCall, tool_data, typed_output
 
 __all__ = ["MCPClient", "Subscription", "SubscriptionEvent", "ToolCall"]
 
@@ -233,6 +233,33 @@ class MCPClient:
         """
         result = self.call_tool(name, arguments, timeout=timeout, progress=progress)
         return typed_output(result, into, name)
+
+    def call_tool_data(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        into: type[T] | None = None,
+        timeout: float | None = None,
+        progress: Callable[[t.Progress], None] | None = None,
+    ) -> Any:
+        """Call a tool and return its structured output as Python values derived from the
+        tool's ``outputSchema`` (like fastmcp's ``result.data``), no type needed.
+
+        The ``{"result": x}`` wrapper SDKs put around non-object output is removed
+        (``add`` returning ``int`` gives ``3``); strings of ``format`` ``date-time``,
+        ``date``, ``time`` and ``uuid`` become ``datetime``/``date``/``time``/``UUID``;
+        ``prefixItems`` arrays become tuples; objects stay dicts. With ``into`` (an attrs
+        class, dataclass...) the values are structured into it. Returns ``None`` when the
+        tool sent no structured content (read ``call_tool(...).text`` then).
+
+        Raises:
+            ToolOutputError: The tool reported an error (``is_error``).
+            ToolOutputParseError: The output does not fit ``into``.
+            (and everything :meth:`call_tool` raises)
+        """
+        result = self.call_tool(name, arguments, timeout=timeout, progress=progress)
+        return tool_data(self, result, name, into)
 
     # --- resources --------------------------------------------------------------------------------
 
