@@ -36,6 +36,7 @@ from ._negotiation import HANDSHAKE_TIMEOUT
 from .client import MCPClient
 from .config import HTTPServerConfig, ServerConfig, StdioServerConfig, load_servers
 from .connection import MCPConnection
+from .eras import DISCOVER_TIMEOUT
 from .transports._httpbase import CONNECT_TIMEOUT
 
 __all__ = ["GroupTool", "MCPGroup", "MCPGroupError"]
@@ -324,8 +325,8 @@ def _open(spec: ServerSpec, timeout: float, options: Mapping[str, Any]) -> MCPCo
     given = dict(options)
     if "call_timeout" in given:
         given["timeout"] = given.pop("call_timeout")
-    given.setdefault("handshake_timeout", timeout)
-    given["handshake_timeout"] = min(given["handshake_timeout"], timeout)
+    for key, default in (("handshake_timeout", timeout), ("discover_timeout", DISCOVER_TIMEOUT)):
+        given[key] = min(given.get(key, default), timeout)
     if isinstance(spec, StdioServerConfig):
         return MCPConnection.stdio(spec.argv, env=spec.env, cwd=spec.cwd, **given)
     assert isinstance(spec, HTTPServerConfig)
