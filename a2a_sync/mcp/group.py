@@ -51,10 +51,11 @@ class MCPGroupError(A2ASyncError):
     """Servers of a group failed to start (``strict=True``) or to close.
 
     Attributes:
-        errors: The typed error of each failed server, by name.
+        errors: The error of each failed server, by name (the a2a_sync error of a
+            configured server; whatever a connection factory raised, for those).
     """
 
-    def __init__(self, message: str, errors: Mapping[str, A2ASyncError]) -> None:
+    def __init__(self, message: str, errors: Mapping[str, Exception]) -> None:
         self.errors = dict(errors)
         lines = [f"  {name}: {type(e).__name__}: {e}" for name, e in self.errors.items()]
         super().__init__(message + ":\n" + "\n".join(lines))
@@ -98,14 +99,14 @@ class MCPGroup:
         self,
         connections: Mapping[str, MCPConnection],
         *,
-        failures: Mapping[str, A2ASyncError] | None = None,
+        failures: Mapping[str, Exception] | None = None,
         separator: str = ".",
     ) -> None:
         if not separator:
             raise ConfigurationError("the tool name separator must not be empty")
         self._connections = dict(connections)
         self._clients = {name: conn.client() for name, conn in self._connections.items()}
-        self.failures: dict[str, A2ASyncError] = dict(failures or {})
+        self.failures: dict[str, Exception] = dict(failures or {})
         self.separator = separator
         self._late: list[threading.Thread] = []
         self._closed = False
@@ -139,7 +140,7 @@ class MCPGroup:
         """
         specs = _specs(servers)
         results: dict[str, MCPConnection] = {}
-        failures: dict[str, A2ASyncError] = {}
+        failures: dict[str, Exception] = {}
         lock = threading.Lock()
         abandoned = threading.Event()
         deadline = time.monotonic() + timeout
@@ -151,6 +152,11 @@ class MCPGroup:
                 with lock:
                     failures.setdefault(name, exc)
                 logger.warning("MCP server %r did not start: %s", name, exc)
+                return
+            except Exception as exc:  # the thread's top level: a factory's own failure
+                with lock:
+                    failures.setdefault(name, exc)
+                logger.exception("MCP server %r: its connection factory raised", name)
                 return
             with lock:
                 if not abandoned.is_set():
@@ -273,7 +279,7 @@ class MCPGroup:
         if self._closed:
             return
         self._closed = True
-        errors: dict[str, A2ASyncError] = {}
+        errors: dict[str, Exception] = {}
         for name, conn in self._connections.items():
             try:
                 conn.close()

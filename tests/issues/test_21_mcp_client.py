@@ -285,7 +285,7 @@ def test_decode_follows_formats_prefix_items_refs_and_any_of() -> None:
         "extra": 1,
     }
     out = decode(value, schema)
-    assert out["at"] == datetime.datetime(2026, 7, 28, 10, tzinfo=datetime.UTC)
+    assert out["at"] == datetime.datetime(2026, 7, 28, 10, tzinfo=datetime.timezone.utc)
     assert out["day"] == datetime.date(2026, 7, 28)
     assert out["id"] == uuid.UUID("12345678-1234-5678-1234-567812345678")
     assert out["pair"] == (1, datetime.date(2026, 1, 2))
@@ -337,7 +337,7 @@ def test_the_scripted_server_in_memory_answers_tools_progress_and_pushes() -> No
 def test_any_handle_callable_is_a_server() -> None:
     def handle(message: dict[str, Any]) -> list[dict[str, Any]]:
         if message.get("method") == "initialize":
-            result = {
+            result: dict[str, Any] = {
                 "protocolVersion": "2025-06-18",
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "tiny", "version": "0"},
@@ -347,8 +347,8 @@ def test_any_handle_callable_is_a_server() -> None:
             return [{"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}}]
         if message.get("method") == "tools/call":
             text = message["params"]["arguments"]["text"][::-1]
-            result = {"content": [{"type": "text", "text": text}]}
-            return [{"jsonrpc": "2.0", "id": message["id"], "result": result}]
+            answer = {"content": [{"type": "text", "text": text}]}
+            return [{"jsonrpc": "2.0", "id": message["id"], "result": answer}]
         if "id" in message and "method" in message:
             error = {"code": -32601, "message": "Method not found"}
             return [{"jsonrpc": "2.0", "id": message["id"], "error": error}]
