@@ -117,6 +117,9 @@ class SDKServerTransport:
         if self._closed or inbound is None:
             raise ConnectionClosed(f"{self.name} is closed")
         parsed = jsonrpc_message_adapter.validate_json(json.dumps(message), by_name=False)
+        if threading.current_thread() is self._thread:  # already on the loop
+            inbound.send_nowait(SessionMessage(parsed))
+            return
         try:
             anyio.from_thread.run_sync(
                 inbound.send_nowait, SessionMessage(parsed), token=self._token

@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 import datetime
+import functools
+import importlib.util
 import shutil
 import sys
 import threading
@@ -28,7 +30,14 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from a2a_sync.errors import ConfigurationError, ConnectionClosed, ProtocolError, ToolOutputError
-from a2a_sync.mcp import MCPConnection, TextContent
+from a2a_sync.mcp import (
+    CreateMessageRequest,
+    CreateMessageResult,
+    ElicitRequest,
+    ElicitResult,
+    MCPConnection,
+    TextContent,
+)
 from a2a_sync.mcp._schema import decode
 from a2a_sync.testing import (
     InMemoryTransport,
@@ -414,6 +423,39 @@ def test_an_official_mcp_server_object_runs_in_process(era: str) -> None:
         assert [p.name for p in client.list_prompts()] == ["review"]
         assert client.list_resources() == []
     assert not [t for t in threading.enumerate() if t.name == "a2a-sync-mcp-sdk-loop"]
+
+
+@pytest.mark.peer
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_the_full_official_peer_in_process_progress_sampling_elicitation(era: str) -> None:
+    spec = importlib.util.spec_from_file_location("mcpserver_peer_in_process", MCPSERVER_PEER)
+    assert spec is not None
+    assert spec.loader is not None
+    peer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(peer)
+
+    def sampling(request: CreateMessageRequest) -> CreateMessageResult:
+        return CreateMessageResult.from_text("hi from the model", model="m")
+
+    def elicitation(request: ElicitRequest) -> ElicitResult:
+        return ElicitResult(action="accept", content={"name": "Ada"})
+
+    factory = functools.partial(SDKServerTransport, peer.mcp)
+    with MCPConnection(
+        factory, era=era, sampling_callback=sampling, elicitation_callback=elicitation
+    ) as conn:
+        client = conn.client()
+        steps: list[float] = []
+        assert (
+            client.call_tool(
+                "long_task", {"steps": 3}, progress=lambda p: steps.append(p.progress)
+            ).text
+            == "done 3"
+        )
+        assert client.call_tool("sampled").text == "hi from the model"
+        assert client.call_tool("greet").text == "Hello, Ada!"
+        assert conn.era == era
+    assert steps == [1, 2, 3]
 
 
 def test_sdk_transport_refuses_other_objects() -> None:

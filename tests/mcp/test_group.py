@@ -137,7 +137,7 @@ def test_one_server_failing_to_start_is_reported_not_fatal() -> None:
         "missing": {"command": "/nonexistent/mcp-server-that-is-not-there"},
         "silent": stdio_entry(SILENT),
     }
-    with MCPGroup.connect(servers, timeout=3, era="legacy") as group:
+    with MCPGroup.connect(servers, timeout=10, era="legacy") as group:
         assert group.names == ["good"]
         assert set(group.failures) == {"missing", "silent"}
         assert isinstance(group.failures["missing"], ServerProcessError)
