@@ -20,6 +20,7 @@ Tool names are qualified as ``server`` + ``separator`` + ``tool`` (``"files.read
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
@@ -131,13 +132,16 @@ class MCPGroup:
             timeout: Seconds for the whole start (spawn, connect, negotiation).
             separator: Between server and tool names (``"files.read_file"``).
             strict: Raise :class:`MCPGroupError` if any server fails (closing the rest).
-            options: For every :class:`~a2a_sync.mcp.MCPConnection` (``era``,
-                ``timeout`` of calls is ``call_timeout``, callbacks...).
+            options: For every server's :class:`~a2a_sync.mcp.MCPConnection` (``era``,
+                callbacks, ``stderr``...); ``call_timeout`` is the default per-call timeout
+                of the clients (``timeout`` here bounds the start).
 
         Raises:
-            ConfigurationError: The configuration is invalid (nothing was started).
+            ConfigurationError: The configuration or an option is invalid (nothing was
+                started).
             MCPGroupError: ``strict`` and a server failed.
         """
+        _check_options(options)
         specs = _specs(servers)
         results: dict[str, MCPConnection] = {}
         failures: dict[str, Exception] = {}
@@ -181,9 +185,12 @@ class MCPGroup:
             for name, thread in threads.items():
                 if thread.is_alive() and name not in failures:
                     failures[name] = DeadlineExceeded(
-                        f"MCP server {name!r} did not start within {timeout:g} s", timeout=timeout
+                        f"MCP server {name!r} did not start within the group's {timeout:g} s; "
+                        "give MCPGroup.connect a longer timeout= or check the server",
+                        timeout=timeout,
                     )
             connected = {name: results[name] for name in specs if name in results}
+            failures = {name: failures[name] for name in specs if name in failures}
         group = cls(connected, failures=failures, separator=separator)
         group._late = late
         if strict and failures:
@@ -320,6 +327,28 @@ def _specs(servers: Mapping[str, Any] | str | os.PathLike[str]) -> dict[str, Ser
     return dict(load_servers(servers))
 
 
+#: Options every server takes (what ``MCPConnection.stdio`` and ``.http`` share).
+_COMMON: Final = frozenset(
+    (set(inspect.signature(MCPConnection.stdio).parameters) - {"argv", "timeout"})
+    & set(inspect.signature(MCPConnection.http).parameters)
+) | {"call_timeout"}
+#: Options only stdio servers take, and only HTTP servers take. No ``auth``: one token
+#: for every server would reach every origin; per-server credentials go in the config's
+#: ``headers``.
+_STDIO_ONLY: Final = frozenset({"stderr", "inherit_env", "max_line_bytes"})
+_HTTP_ONLY: Final = frozenset({"connect_timeout", "read_timeout", "verify", "cert", "trust_env"})
+
+
+def _check_options(options: Mapping[str, Any]) -> None:
+    known = _COMMON | _STDIO_ONLY | _HTTP_ONLY
+    unknown = set(options) - known
+    if unknown:
+        why = " (put credentials in each server's 'headers')" if "auth" in unknown else ""
+        raise ConfigurationError(
+            f"unknown MCPGroup.connect options {sorted(unknown)}{why}; known: {sorted(known)}"
+        )
+
+
 def _is_config(value: Any) -> bool:
     return isinstance(value, (StdioServerConfig, HTTPServerConfig))
 
@@ -328,7 +357,8 @@ def _open(spec: ServerSpec, timeout: float, options: Mapping[str, Any]) -> MCPCo
     if not _is_config(spec):
         assert callable(spec)
         return spec()
-    given = dict(options)
+    kind_only = _HTTP_ONLY if isinstance(spec, StdioServerConfig) else _STDIO_ONLY
+    given = {key: value for key, value in options.items() if key not in kind_only}
     if "call_timeout" in given:
         given["timeout"] = given.pop("call_timeout")
     for key, default in (("handshake_timeout", timeout), ("discover_timeout", DISCOVER_TIMEOUT)):

@@ -229,6 +229,13 @@ def test_adopting_connections_and_closing_them_together() -> None:
     assert all(conn.closed for conn in conns.values())
 
 
+def test_unknown_options_and_a_shared_token_are_refused_before_starting() -> None:
+    with pytest.raises(ConfigurationError, match="'bogus'"):
+        MCPGroup.connect({"a": scripted({})}, bogus=1)
+    with pytest.raises(ConfigurationError, match="headers"):
+        MCPGroup.connect({"a": {"url": "http://127.0.0.1:1/mcp"}}, auth="token")
+
+
 def test_an_empty_separator_is_refused() -> None:
     with pytest.raises(ConfigurationError, match="separator"):
         MCPGroup({}, separator="")
@@ -264,8 +271,10 @@ def test_a_config_file_of_http_sse_and_stdio_peers(
     }
     path = tmp_path / "mcp.json"
     path.write_text(json.dumps(config), encoding="utf-8")
-    with MCPGroup.connect(path, timeout=60) as group:
+    options: dict[str, Any] = {"stderr": None, "read_timeout": 120, "call_timeout": 45}
+    with MCPGroup.connect(path, timeout=60, **options) as group:  # each kind takes its own
         assert group.failures == {}
+        assert {group.client(name).timeout for name in group.names} == {45}
         names = {t.name for t in group.list_tools()}
         assert {"py.add", "sse.add", "ts.echo", "ts.get-sum"} <= names
         assert group.call_tool("py.add", {"a": 2, "b": 3}).structured_content == {"result": 5}
