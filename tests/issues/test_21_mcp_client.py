@@ -22,7 +22,7 @@ import shutil
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -230,6 +230,62 @@ def test_list_changed_still_evicts_the_cached_listing(ttl_peer: MCPConnection) -
         assert event is not None
         assert event.kind == "tools"
     assert name in {t.name for t in client.list_tools()}
+
+
+class ModernTTLServer:
+    """A 2026-07-28 server whose every listing and read carries ``ttlMs`` 60 s; it counts
+    what it is asked, and its answers change with every call (so a cached one shows)."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def handle(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        method = message.get("method")
+        if "id" not in message or not isinstance(method, str):
+            return []
+        self.asked.append(method)
+        n = self.asked.count(method)
+        results: dict[str, dict[str, Any]] = {
+            "server/discover": {
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
+            },
+            "tools/list": {"tools": [{"name": f"t{n}", "inputSchema": {"type": "object"}}]},
+            "prompts/list": {"prompts": [{"name": f"p{n}"}]},
+            "resources/list": {"resources": [{"uri": f"mem://{n}", "name": "r"}]},
+            "resources/templates/list": {
+                "resourceTemplates": [{"uriTemplate": f"mem://{n}/{{x}}", "name": "t"}]
+            },
+            "resources/read": {"contents": [{"uri": "mem://a", "text": f"v{n}"}]},
+        }
+        result = {"resultType": "complete", "ttlMs": 60_000, **results[method]}
+        return [{"jsonrpc": "2.0", "id": message["id"], "result": result}]
+
+
+def test_refresh_works_for_every_cached_listing_and_read() -> None:
+    server = ModernTTLServer()
+    with connect_in_memory(server, era="modern") as conn:
+        client = conn.client()
+        listings: list[Callable[[bool], list[Any]]] = [
+            lambda refresh: [t.name for t in client.list_tools(refresh=refresh)],
+            lambda refresh: [p.name for p in client.list_prompts(refresh=refresh)],
+            lambda refresh: [r.uri for r in client.list_resources(refresh=refresh)],
+            lambda refresh: [
+                r.uri_template for r in client.list_resource_templates(refresh=refresh)
+            ],
+            lambda refresh: [
+                getattr(c, "text", None) for c in client.read_resource("mem://a", refresh=refresh)
+            ],
+        ]
+        for listing in listings:
+            first = listing(False)
+            assert listing(False) == first  # served from the cache
+            fresh = listing(True)
+            assert fresh != first  # asked again
+            assert listing(False) == fresh  # and the fresh answer is what is cached now
+        client.clear_cache()
+        assert [t.name for t in client.list_tools()] == ["t3"]
+    assert server.asked.count("tools/list") == 3
 
 
 # --- item 4: schema-derived results ---------------------------------------------------------------
