@@ -11,6 +11,8 @@
 * :func:`connect_in_memory` / :class:`InMemoryTransport` — an MCP connection to a server
   object in this process (the scripted server, or anything with
   ``handle(message) -> list of messages``): no subprocess, no port.
+  ``a2a_sync.testing.mcp_sdk.SDKServerTransport`` does the same for an official ``mcp``
+  server object (imported from there only: it needs the ``mcp`` package).
 
 ::
 
