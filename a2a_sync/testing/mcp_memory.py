@@ -31,6 +31,7 @@ import json
 import logging
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any, Final, Protocol
 
@@ -38,12 +39,23 @@ from ..errors import A2ASyncError, ConfigurationError, ConnectionClosed
 from ..mcp.connection import MCPConnection
 from ..mcp.transports import MessageSink, Outgoing, RequestId
 
-__all__ = ["InMemoryTransport", "JSONRPCServer", "connect_in_memory"]
+__all__ = ["InMemoryTransport", "JSONRPCServer", "connect_in_memory", "identity_key"]
 
 logger = logging.getLogger(__name__)
 
 #: How long ``close()`` waits for the server to finish the message it is handling.
 CLOSE_TIMEOUT: Final = 5.0
+
+
+def identity_key(kind: str, server: object) -> Hashable:
+    """An era-cache key for a server object: equal while that very object lives, never
+    equal to a later object's (a weak reference; a fresh key if it cannot have one)."""
+    try:
+        key: Hashable = (kind, weakref.ref(server))
+        hash(key)
+    except TypeError:  # not weakly referenceable, or unhashable: no caching, probe each time
+        key = (kind, object())
+    return key
 
 
 class JSONRPCServer(Protocol):
@@ -85,7 +97,7 @@ class InMemoryTransport:
         self._handle: Handler = handle
         label = name or getattr(server, "name", None) or type(server).__name__
         self.name = f"in-memory server {label}"
-        self._key = ("in-memory", id(server))
+        self._key = identity_key("in-memory", server)
         self._inbox: queue.SimpleQueue[tuple[str, str] | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._sink: MessageSink | None = None
@@ -95,7 +107,7 @@ class InMemoryTransport:
 
     @property
     def era_key(self) -> Hashable:
-        """The server object's identity (the era cache remembers it per object)."""
+        """The server object's identity (the era cache remembers it per live object)."""
         return self._key
 
     def start(self, sink: MessageSink) -> None:

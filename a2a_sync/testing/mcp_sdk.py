@@ -42,6 +42,7 @@ from mcp_types import jsonrpc_message_adapter
 
 from ..errors import A2ASyncError, ConfigurationError, ConnectionClosed
 from ..mcp.transports import MessageSink, Outgoing, RequestId
+from .mcp_memory import identity_key
 
 __all__ = ["SDKServerTransport"]
 
@@ -75,7 +76,7 @@ class SDKServerTransport:
             )
         self._server: Server[Any] = low
         self.name = f"in-process mcp server {low.name!r}"
-        self._key = ("in-process-sdk", id(low))
+        self._key = identity_key("in-process-sdk", low)
         self._lock = threading.Lock()
         self._ready = threading.Event()
         self._sink: MessageSink | None = None

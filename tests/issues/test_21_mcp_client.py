@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import gc
 import importlib.util
 import shutil
 import sys
@@ -441,6 +442,19 @@ def test_values_json_cannot_carry_fail_in_the_test() -> None:
     conn = connect_in_memory(ScriptedMCPServer({"tools": {"t": "x"}}), era="legacy")
     with conn, pytest.raises(TypeError):
         conn.client().call_tool("t", {"when": datetime.date(2026, 1, 1)})
+
+
+def test_each_server_object_gets_its_own_era_verdict() -> None:
+    for _round in range(3):  # objects come and go; a dead one's verdict never applies
+        legacy = ScriptedMCPServer({"tools": {"t": "x"}})
+        with connect_in_memory(legacy) as conn:
+            assert conn.era == "legacy"
+        with connect_in_memory(legacy) as conn:  # the verdict is cached for this object
+            assert conn.era == "legacy"
+        del legacy, conn
+        gc.collect()
+        with connect_in_memory(ModernTTLServer()) as conn:
+            assert conn.era == "modern"
 
 
 def test_an_object_without_handle_is_refused_at_once() -> None:
