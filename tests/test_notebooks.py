@@ -72,6 +72,8 @@ EXPECTED_OUTPUTS: Final = {
         "- run it in CI",
         "[user] Please review:",
         "'Hello, Barbara!'",
+        "started: ['notes'] | failed: {'broken': 'ServerProcessError'}",
+        "sunny in Oslo",
         "closed: True",
     ],
     "04_serve_an_agent.ipynb": [

@@ -23,8 +23,10 @@ progress, list-changed) reach plain callbacks on a dispatcher thread.
 from __future__ import annotations
 
 from .client import MCPClient, Subscription, SubscriptionEvent, ToolCall
+from .config import HTTPServerConfig, StdioServerConfig, load_servers
 from .connection import DEFAULT_TIMEOUT, MCPConnection
 from .eras import ERA_CACHE, HANDSHAKE_VERSIONS, MODERN_VERSIONS, EraCache
+from .group import GroupTool, MCPGroup, MCPGroupError
 from .session import MCPSession, PendingRequest
 from .transports import MessageSink, Outgoing, Transport
 from .transports.http import StreamableHTTPTransport
@@ -78,6 +80,13 @@ __all__ = [
     "ToolCall",
     "Subscription",
     "SubscriptionEvent",
+    # several servers
+    "MCPGroup",
+    "MCPGroupError",
+    "GroupTool",
+    "HTTPServerConfig",
+    "StdioServerConfig",
+    "load_servers",
     # eras
     "ERA_CACHE",
     "EraCache",

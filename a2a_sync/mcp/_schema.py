@@ -12,11 +12,13 @@ the official SDKs generate from pydantic models and TypeScript zod schemas.
 
 from __future__ import annotations
 
+import datetime
 import operator
+import uuid
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["validate"]
+__all__ = ["decode", "is_wrapped_result", "validate"]
 
 #: Nesting depth beyond which validation stops descending (self-referencing schemas).
 _MAX_DEPTH: Final = 64
@@ -197,3 +199,96 @@ def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     return bool(a == b)
+
+
+# --- schema-derived Python values (``call_tool_data``) ----------------------------------------
+
+_FORMATS: Final[dict[str, Callable[[str], Any]]] = {
+    "date-time": lambda s: datetime.datetime.fromisoformat(s.replace("Z", "+00:00")),
+    "date": datetime.date.fromisoformat,
+    "time": datetime.time.fromisoformat,
+    "uuid": uuid.UUID,
+}
+
+
+def is_wrapped_result(schema: Any) -> bool:
+    """True for the ``{"result": x}`` wrapper SDKs put around a tool's non-object output:
+    fastmcp marks it ``x-fastmcp-wrap-result``, python-sdk titles it ``<tool>Output`` with
+    ``result`` as the one required property."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return False
+    props = schema.get("properties")
+    if not isinstance(props, dict) or list(props) != ["result"]:
+        return False
+    if schema.get("x-fastmcp-wrap-result") is True:
+        return True
+    title = schema.get("title")
+    return (
+        schema.get("required") == ["result"]
+        and isinstance(title, str)
+        and (title.endswith("Output"))
+    )
+
+
+def decode(instance: Any, schema: Any) -> Any:
+    """``instance`` as plain Python values, guided by ``schema``: the ``{"result": x}``
+    wrapper removed, strings of ``format`` date-time / date / time / uuid parsed,
+    ``prefixItems`` arrays as tuples, ``$ref``/``anyOf``/``oneOf`` followed (the first
+    branch the value is valid against). A value that does not fit is returned as it is.
+    """
+    if is_wrapped_result(schema) and isinstance(instance, dict) and "result" in instance:
+        return _Decoder(schema).decode(instance["result"], schema["properties"]["result"], 0)
+    return _Decoder(schema).decode(instance, schema, 0)
+
+
+class _Decoder:
+    __slots__ = ("root",)
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+
+    def decode(self, value: Any, schema: Any, depth: int) -> Any:
+        if not isinstance(schema, dict) or depth > _MAX_DEPTH:
+            return value
+        if isinstance(schema.get("$ref"), str):
+            return self.decode(value, _resolve(schema["$ref"], self.root), depth + 1)
+        for key in ("anyOf", "oneOf"):
+            branches = schema.get(key)
+            if isinstance(branches, list):
+                for branch in branches:
+                    if not self._invalid(value, branch):
+                        return self.decode(value, branch, depth + 1)
+        if isinstance(value, dict):
+            props = schema.get("properties")
+            props = props if isinstance(props, dict) else {}
+            extra = schema.get("additionalProperties")
+            return {
+                k: self.decode(
+                    v, props.get(k, extra if isinstance(extra, dict) else None), depth + 1
+                )
+                for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return self._array(value, schema, depth)
+        if isinstance(value, str):
+            parse = _FORMATS.get(schema.get("format"))  # type: ignore[arg-type]
+            if parse is not None:
+                try:
+                    return parse(value)
+                except ValueError:
+                    return value
+        return value
+
+    def _array(self, value: list[Any], schema: dict[str, Any], depth: int) -> Any:
+        prefix = schema.get("prefixItems")
+        items = schema.get("items")
+        if isinstance(prefix, list):
+            head = [self.decode(v, s, depth + 1) for v, s in zip(value, prefix, strict=False)]
+            tail = [self.decode(v, items, depth + 1) for v in value[len(prefix) :]]
+            return tuple(head + tail)
+        return [self.decode(v, items, depth + 1) for v in value]
+
+    def _invalid(self, value: Any, schema: Any) -> bool:
+        validator = _Validator(self.root, [])
+        validator.check(value, schema, "$", 0)
+        return bool(validator.errors)

@@ -10,48 +10,26 @@ are :mod:`a2a_sync.mcp.types` models. Modern-era calls that need input
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from ..errors import (
     ConfigurationError,
-    DeadlineExceeded,
-    ProtocolError,
 )
 from . import _codec, eras
 from . import types as t
+from ._paging import json_type_name, list_all
 from .connection import MCPConnection
 from .pending import PendingRequest
 from .session import MCPSession
 from .subscriptions import Subscription, SubscriptionEvent
-from .tool_call import ToolCall, typed_output
+from .tool_call import ToolCall, tool_data, typed_output
 
 __all__ = ["MCPClient", "Subscription", "SubscriptionEvent", "ToolCall"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-#: Pages a list operation follows at most: a server handing out cursors forever is broken.
-_MAX_PAGES: Final = 10_000
-
-
-def json_type_name(value: Any) -> str:
-    """The JSON type a Python value would have (``"array"`` for a list...)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__
 
 
 class MCPClient:
@@ -129,13 +107,29 @@ class MCPClient:
 
     # --- tools ------------------------------------------------------------------------------------
 
-    def list_tools(self, *, timeout: float | None = None) -> list[t.Tool]:
+    def list_tools(self, *, timeout: float | None = None, refresh: bool = False) -> list[t.Tool]:
         """Every tool the server offers (all pages).
+
+        Args:
+            timeout: Seconds for the whole listing (every page).
+            refresh: Ask the server even if a ``ttlMs`` hint keeps a cached listing fresh
+                (the answer replaces the cached one). Cached listings are also dropped by
+                every ``list_changed`` notification and by :meth:`clear_cache`.
 
         Raises:
             DeadlineExceeded: The listing took longer than the timeout (all pages).
+            ProtocolError: The server's paging is broken (a cursor that is not a string,
+                or one handed out twice: a cycle); the message names the server.
         """
-        tools = self._list_all("tools/list", "tools", t.Tool, timeout, "list_tools")
+        tools = list_all(
+            self._conn,
+            "tools/list",
+            "tools",
+            t.Tool,
+            timeout=self._t(timeout),
+            operation="list_tools",
+            refresh=refresh,
+        )
         conn = self._conn
         session = conn.session
         if session.transport.wants_context and session.era == "modern":
@@ -240,33 +234,84 @@ class MCPClient:
         result = self.call_tool(name, arguments, timeout=timeout, progress=progress)
         return typed_output(result, into, name)
 
+    def call_tool_data(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        into: type[T] | None = None,
+        timeout: float | None = None,
+        progress: Callable[[t.Progress], None] | None = None,
+    ) -> Any:
+        """Call a tool and return its structured output as Python values derived from the
+        tool's ``outputSchema`` (like fastmcp's ``result.data``), no type needed.
+
+        The ``{"result": x}`` wrapper SDKs put around non-object output is removed
+        (``add`` returning ``int`` gives ``3``); strings of ``format`` ``date-time``,
+        ``date``, ``time`` and ``uuid`` become ``datetime``/``date``/``time``/``UUID``;
+        ``prefixItems`` arrays become tuples; objects stay dicts. With ``into`` (an attrs
+        class, dataclass...) the values are structured into it. Returns ``None`` when the
+        tool sent no structured content (read ``call_tool(...).text`` then).
+
+        Raises:
+            ToolOutputError: The tool reported an error (``is_error``).
+            ToolOutputParseError: The output does not fit ``into``.
+            (and everything :meth:`call_tool` raises)
+        """
+        result = self.call_tool(name, arguments, timeout=timeout, progress=progress)
+        return tool_data(self, result, name, into)
+
     # --- resources --------------------------------------------------------------------------------
 
-    def list_resources(self, *, timeout: float | None = None) -> list[t.Resource]:
-        """Every concrete resource (all pages)."""
-        return self._list_all("resources/list", "resources", t.Resource, timeout, "list_resources")
+    def list_resources(
+        self, *, timeout: float | None = None, refresh: bool = False
+    ) -> list[t.Resource]:
+        """Every concrete resource (all pages); ``[]`` without asking when the server does
+        not declare the ``resources`` capability (so a loop over servers needs no special
+        case). ``refresh`` as in :meth:`list_tools`."""
+        if self.server_info.capabilities.resources is None:
+            return []
+        return list_all(
+            self._conn,
+            "resources/list",
+            "resources",
+            t.Resource,
+            timeout=self._t(timeout),
+            operation="list_resources",
+            refresh=refresh,
+        )
 
-    def list_resource_templates(self, *, timeout: float | None = None) -> list[t.ResourceTemplate]:
-        """Every resource template (all pages)."""
-        return self._list_all(
+    def list_resource_templates(
+        self, *, timeout: float | None = None, refresh: bool = False
+    ) -> list[t.ResourceTemplate]:
+        """Every resource template (all pages); ``[]`` without asking when the server does
+        not declare the ``resources`` capability. ``refresh`` as in :meth:`list_tools`."""
+        if self.server_info.capabilities.resources is None:
+            return []
+        return list_all(
+            self._conn,
             "resources/templates/list",
             "resourceTemplates",
             t.ResourceTemplate,
-            timeout,
-            "list_resource_templates",
+            timeout=self._t(timeout),
+            operation="list_resource_templates",
+            refresh=refresh,
         )
 
     def read_resource(
-        self, uri: str, *, timeout: float | None = None
+        self, uri: str, *, timeout: float | None = None, refresh: bool = False
     ) -> list[t.TextResourceContents | t.BlobResourceContents]:
         """Read a resource; returns its contents (text or decoded blob parts).
+
+        ``refresh=True`` reads from the server even if a ``ttlMs`` hint keeps a cached
+        read fresh.
 
         Raises:
             ResourceNotFound: (legacy servers) or InvalidParams (modern) for unknown URIs.
         """
         conn = self._conn
         cache = conn.catalog.cache if conn.session.era == "modern" else None
-        raw = cache.get("resources/read", uri) if cache is not None else None
+        raw = cache.get("resources/read", uri) if cache is not None and not refresh else None
         if raw is None:
             rounds: list[PendingRequest] = []
             raw = conn.session.request_with_input(
@@ -313,9 +358,22 @@ class MCPClient:
 
     # --- prompts and completion ------------------------------------------------------------------
 
-    def list_prompts(self, *, timeout: float | None = None) -> list[t.Prompt]:
-        """Every prompt (all pages)."""
-        return self._list_all("prompts/list", "prompts", t.Prompt, timeout, "list_prompts")
+    def list_prompts(
+        self, *, timeout: float | None = None, refresh: bool = False
+    ) -> list[t.Prompt]:
+        """Every prompt (all pages); ``[]`` without asking when the server does not declare
+        the ``prompts`` capability. ``refresh`` as in :meth:`list_tools`."""
+        if self.server_info.capabilities.prompts is None:
+            return []
+        return list_all(
+            self._conn,
+            "prompts/list",
+            "prompts",
+            t.Prompt,
+            timeout=self._t(timeout),
+            operation="list_prompts",
+            refresh=refresh,
+        )
 
     def get_prompt(
         self,
@@ -412,6 +470,14 @@ class MCPClient:
         subscription._await_ack(self._t(timeout))
         return subscription
 
+    def clear_cache(self) -> None:
+        """Forget every cached list and read result of this connection (``ttlMs`` hints)
+        and the remembered tool list; the next calls ask the server."""
+        catalog = self._conn.catalog
+        catalog.tools_listed = False
+        if catalog.cache is not None:
+            catalog.cache.clear()
+
     # --- helpers ----------------------------------------------------------------------------------
 
     def _t(self, timeout: float | None) -> float:
@@ -432,43 +498,3 @@ class MCPClient:
         else:
             session.param_headers.pop(tool.name, None)  # annotations may have been removed
         return True
-
-    def _list_all(
-        self, method: str, key: str, cls: type[T], timeout: float | None, operation: str
-    ) -> list[T]:
-        conn = self._conn
-        session = conn.session
-        cache = conn.catalog.cache if session.era == "modern" else None
-        limit = self._t(timeout)
-        deadline = time.monotonic() + limit
-        items: list[T] = []
-        cursor: str | None = None
-        for _page in range(_MAX_PAGES):
-            raw = cache.get(method, cursor or "") if cache is not None else None
-            if raw is None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise DeadlineExceeded(
-                        f"{operation} timed out after {limit:g} s", timeout=limit
-                    )
-                params = {"cursor": cursor} if cursor is not None else None
-                pending = session.begin(method, params)
-                try:
-                    raw = pending.wait(remaining, operation=operation)
-                except DeadlineExceeded as exc:
-                    raise DeadlineExceeded(
-                        f"{operation} timed out after {limit:g} s", timeout=limit
-                    ) from exc
-                if cache is not None:
-                    cache.put(method, cursor or "", raw)
-            page = raw.get(key) if isinstance(raw, dict) else None
-            if not isinstance(page, list):
-                raise ProtocolError(f"{method} result lacks a {key!r} list")
-            items.extend(_codec.structure(page, list[cls], what=method))  # type: ignore[valid-type]
-            next_cursor = raw.get("nextCursor")
-            if not isinstance(next_cursor, str) or not next_cursor:
-                return items
-            if next_cursor == cursor:
-                raise ProtocolError(f"{method} returned the same cursor twice")
-            cursor = next_cursor
-        raise ProtocolError(f"{method} returned more than {_MAX_PAGES} pages")

@@ -28,7 +28,7 @@ from .pending import PendingRequest
 if TYPE_CHECKING:
     from .client import MCPClient
 
-__all__ = ["ToolCall", "structure_typed", "typed_output"]
+__all__ = ["ToolCall", "structure_typed", "tool_data", "typed_output"]
 
 logger = logging.getLogger(__name__)
 
@@ -152,6 +152,31 @@ class ToolCall:
                 + "; ".join(findings),
                 tool=self.name,
             )
+
+
+def tool_data(client: MCPClient, result: t.CallToolResult, name: str, into: Any = None) -> Any:
+    """The structured output of tool ``name`` as Python values derived from its
+    ``outputSchema`` (see :meth:`MCPClient.call_tool_data
+    <a2a_sync.mcp.client.MCPClient.call_tool_data>`); ``None`` without structured content.
+
+    Raises:
+        ToolOutputError: The tool reported an error (``is_error``).
+        ToolOutputParseError: The value does not fit ``into``.
+    """
+    if result.is_error:
+        raise ToolOutputError(f"tool {name!r} reported an error: {excerpt(result.text)}", tool=name)
+    data = result.structured_content
+    if data is None:
+        return None
+    catalog = client._conn.catalog
+    if name not in catalog.tools and not catalog.tools_listed:
+        client.list_tools()
+    tool = catalog.tools.get(name)
+    schema = tool.output_schema if tool is not None else None
+    value = _schema.decode(data, schema) if schema is not None else data
+    if into is None:
+        return value
+    return structure_typed(value, into, name, repr(data))
 
 
 def typed_output(result: t.CallToolResult, into: type[T], name: str) -> T:

@@ -22,6 +22,7 @@ from .auth import APIKeys, Authenticator, BearerTokens, Principal
 from .context import CallContext
 from .executor import AgentExecutor, FunctionExecutor, RequestContext, TaskUpdater
 from .handler import DefaultRequestHandler, RequestHandler, StreamingRequestHandler
+from .limits import ServerLimits
 from .push import PushSender
 from .push_policy import PushSettings
 from .runs import EventStream
@@ -46,6 +47,7 @@ __all__ = [
     "RequestHandler",
     "RunningServer",
     "SQLiteTaskStore",
+    "ServerLimits",
     "StreamingRequestHandler",
     "TaskStore",
     "TaskUpdater",

@@ -7,6 +7,7 @@ Internal to :mod:`a2a_sync.server`.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
@@ -16,7 +17,7 @@ from ..a2a.types import StreamEvent
 from ..errors import InternalError, RPCError
 from ._wire import error_payload
 
-__all__ = ["SSE_HEADERS", "Prefetched", "SSEBody"]
+__all__ = ["SSE_HEADERS", "Prefetched", "RefusalLog", "SSEBody"]
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +27,32 @@ SSE_HEADERS: Final = [
     ("X-Accel-Buffering", "no"),  # nginx: do not buffer the stream
 ]
 _HEARTBEAT: Final = b": keep-alive\n\n"
+#: At most one "streams refused" warning per this many seconds (a flood of 1,000
+#: subscribers is one line, not 1,000).
+REFUSAL_LOG_INTERVAL: Final = 10.0
+
+
+class RefusalLog:
+    """Counts streams refused at the cap; logs one summary warning per interval.
+    Callers hold the application's lock."""
+
+    def __init__(self, interval: float = REFUSAL_LOG_INTERVAL) -> None:
+        self._interval = interval
+        self._next = 0.0
+        self._count = 0
+
+    def note(self, open_streams: int) -> None:
+        self._count += 1
+        now = time.monotonic()
+        if now >= self._next:
+            logger.warning(
+                "%d stream(s) refused with 503: %d streams open (the app's max_streams); "
+                "raise max_streams (and the server's threads) if this is normal load",
+                self._count,
+                open_streams,
+            )
+            self._count = 0
+            self._next = now + self._interval
 
 
 class Prefetched(Iterator[StreamEvent]):

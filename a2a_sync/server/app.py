@@ -15,14 +15,15 @@ Routes (relative to where the app is mounted):
   ``text/event-stream``: one ``data:`` line per event, each a full JSON-RPC response
   carrying the request id, flushed as produced, with ``: keep-alive`` comments while idle.
 
-Envelope rules (checked in this order, before any work): a bad ``Host`` on a protected
-app is 421, a foreign ``Origin`` 403, a missing ``Content-Type`` 400, a non-JSON one 415,
-a failed authentication 401, a body over ``max_body_bytes`` 413 (never more than
-``max_body_bytes + 1`` bytes are read). Everything after that is a JSON-RPC answer (HTTP
-200): invalid JSON ``-32700``, a batch, a non-object or a malformed envelope ``-32600``, an
-unknown method ``-32601``, bad params ``-32602``, a wrong ``A2A-Version`` ``-32009``, and the
-A2A errors of the operations. Exceptions that are not protocol errors are logged and
-answered ``-32603 Internal error``, never with their text.
+Envelope rules (checked in this order, before any work): a ``Host`` outside
+``allowed_hosts`` is 421 (under any WSGI server), a foreign ``Origin`` 403, a missing
+``Content-Type`` 400, a non-JSON one 415, a failed authentication 401, a body over
+``max_body_bytes`` 413 (never more than ``max_body_bytes + 1`` bytes are read). Everything
+after that is a JSON-RPC answer (HTTP 200): invalid JSON ``-32700``, a batch, a non-object
+or a malformed envelope ``-32600``, an unknown method ``-32601``, bad params ``-32602``, a
+wrong ``A2A-Version`` ``-32009``, and the A2A errors of the operations. Exceptions that
+are not protocol errors are logged and answered ``-32603 Internal error``, never with
+their text.
 
 Under load: at most ``max_streams`` streams are open at once (more get 503 with
 ``Retry-After``), so a WSGI server with more threads than that always has threads left
@@ -51,7 +52,8 @@ from ..errors import (
     RPCError,
     UnsupportedOperation,
 )
-from ._streams import SSE_HEADERS, Prefetched, SSEBody
+from ._hosts import HOST_REFUSED, allowed_hosts_for, host_permitted
+from ._streams import SSE_HEADERS, Prefetched, RefusalLog, SSEBody
 from ._wire import (
     JSON_HEADERS,
     JSON_TYPES,
@@ -142,8 +144,9 @@ class A2AApplication:
         authenticate: ``authenticate(environ) -> Principal | None``.
         allow_anonymous: Accept callers the authenticator did not identify (default: only
             when there is no authenticator).
-        allowed_hosts: Host names accepted in ``Host`` (``"*"``: any). ``None`` checks
-            nothing; ``serve`` protects loopback binds with :data:`LOOPBACK_HOSTS`.
+        allowed_hosts: Host names accepted in ``Host``; others get 421 (DNS-rebinding
+            protection under any WSGI server). Default: :data:`LOOPBACK_HOSTS` plus the
+            hosts of the card's interface URLs. ``["*"]`` accepts any.
         allowed_origins: Origins accepted in ``Origin`` besides the request's own.
         rpc_path: Path of the JSON-RPC endpoint.
         max_body_bytes: Largest request body.
@@ -239,9 +242,7 @@ class A2AApplication:
         self.handler: Any = handler
         self._authenticate = authenticate
         self._allow_anonymous = authenticate is None if allow_anonymous is None else allow_anonymous
-        self.allowed_hosts = (
-            None if allowed_hosts is None else frozenset(h.lower() for h in allowed_hosts)
-        )
+        self.allowed_hosts = allowed_hosts_for(card, allowed_hosts)
         self._allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
         self.rpc_path = rpc_path
         self.max_body_bytes = max_body_bytes
@@ -259,6 +260,7 @@ class A2AApplication:
         )
         self._lock = threading.Condition()
         self._streams: set[SSEBody] = set()
+        self._refusals = RefusalLog()
         self._in_flight = 0
         self._closing = False
 
@@ -267,10 +269,8 @@ class A2AApplication:
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "") or "/"
         method = environ.get("REQUEST_METHOD", "GET")
-        if self.allowed_hosts is not None and not host_allowed(
-            environ.get("HTTP_HOST", ""), self.allowed_hosts
-        ):
-            return plain(start_response, "421 Misdirected Request", "unknown host")
+        if not host_permitted(environ, self.allowed_hosts):
+            return plain(start_response, "421 Misdirected Request", HOST_REFUSED)
         if path == CARD_PATH:
             if method not in ("GET", "HEAD"):
                 return plain(
@@ -401,7 +401,7 @@ class A2AApplication:
     ) -> Iterable[bytes]:
         with self._lock:
             if len(self._streams) >= self.max_streams or self._closing:
-                logger.warning("stream refused: %d streams open", len(self._streams))
+                self._refusals.note(len(self._streams))
                 return plain(
                     start_response,
                     "503 Service Unavailable",

@@ -13,8 +13,13 @@ plus :data:`DEFAULT_UNARY_THREADS` for everything else.
     with a2a_sync.serve_in_thread(app) as url:        # tests and notebooks
         client = A2AClient.from_url(url)
 
-Binding a loopback address (the default) also turns on DNS-rebinding protection: requests
-must name ``localhost``, ``127.0.0.1`` or ``[::1]`` in ``Host``.
+Connections, read deadlines and idle time are set by a :class:`ServerLimits` (``limits=``):
+a client that sends its request slowly, or not at all, is answered 408 after
+``header_timeout`` however it drips, and never holds a thread.
+
+An :class:`A2AApplication` checks ``Host`` itself (``allowed_hosts``). Another WSGI app
+served on a loopback address gets the same DNS-rebinding protection here: requests must
+name ``localhost``, ``127.0.0.1`` or ``[::1]`` in ``Host``.
 """
 
 from __future__ import annotations
@@ -30,8 +35,15 @@ from typing import Any, Final
 
 from ..a2a.types import AgentCard
 from ..errors import ConfigurationError
-from .app import DEFAULT_GRACE_PERIOD, LOOPBACK_HOSTS, A2AApplication, host_allowed
+from .app import (
+    DEFAULT_GRACE_PERIOD,
+    DEFAULT_MAX_BODY_BYTES,
+    LOOPBACK_HOSTS,
+    A2AApplication,
+    host_allowed,
+)
 from .executor import AgentExecutor, ExecuteFunction
+from .limits import DEFAULT_UNARY_THREADS, ServerLimits
 from .stores.base import TaskStore
 from .stores.sqlite import SQLiteTaskStore
 
@@ -40,6 +52,7 @@ __all__ = [
     "DEFAULT_PORT",
     "DEFAULT_UNARY_THREADS",
     "RunningServer",
+    "ServerLimits",
     "open_task_store",
     "serve",
     "serve_in_thread",
@@ -49,12 +62,12 @@ logger = logging.getLogger(__name__)
 
 #: Port of ``serve`` when none is given.
 DEFAULT_PORT: Final = 8000
-#: waitress threads kept for unary calls besides one per allowed stream.
-DEFAULT_UNARY_THREADS: Final = 8
 #: The task database ``serve(executor, card=...)`` creates (in the working directory).
 DEFAULT_DATABASE: Final = "a2a-tasks.sqlite3"
 #: Grace period of ``serve_in_thread``: tests want a prompt stop.
 THREAD_GRACE: Final = 2.0
+#: File descriptors kept beyond connections and threads (store, logs, wake-up pipes).
+DESCRIPTOR_RESERVE: Final = 64
 #: ``database`` values naming a PostgreSQL server rather than a SQLite file.
 POSTGRES_SCHEMES: Final = ("postgresql://", "postgres://")
 
@@ -67,9 +80,10 @@ class RunningServer:
         host: Address to bind.
         port: Port to bind (0: any free port).
         threads: waitress worker threads (default: the app's stream cap plus
-            :data:`DEFAULT_UNARY_THREADS`).
-        **options: Further waitress settings (``channel_timeout``, ``connection_limit``,
-            ``trusted_proxy`` ...).
+            ``limits.unary_threads``).
+        limits: Connection limit, read deadlines, idle timeout (:class:`ServerLimits`).
+        **options: Further waitress settings (``trusted_proxy`` ...); they override
+            what ``limits`` sets.
 
     Raises:
         ConfigurationError: waitress is not installed, or ``threads`` leaves no thread for
@@ -83,6 +97,7 @@ class RunningServer:
         port: int = DEFAULT_PORT,
         *,
         threads: int | None = None,
+        limits: ServerLimits | None = None,
         **options: Any,
     ) -> None:
         try:
@@ -91,9 +106,12 @@ class RunningServer:
             raise ConfigurationError(
                 "serving needs waitress: pip install 'a2a-sync[server]'"
             ) from exc
+        from ._waitress import install  # noqa: PLC0415 - imports waitress
+
+        limits = ServerLimits() if limits is None else limits
         streams = app.max_streams if isinstance(app, A2AApplication) else 0
         if threads is None:
-            threads = streams + DEFAULT_UNARY_THREADS
+            threads = streams + limits.unary_threads
         elif threads <= streams:
             raise ConfigurationError(
                 f"threads={threads} must exceed the app's max_streams={streams}, or open "
@@ -103,9 +121,14 @@ class RunningServer:
         wsgi = app
         if _is_loopback(host) and getattr(app, "allowed_hosts", None) is None:
             wsgi = _LoopbackOnly(app)
+        max_body = app.max_body_bytes if isinstance(app, A2AApplication) else DEFAULT_MAX_BODY_BYTES
+        settings = {**limits.waitress_settings(max_body), **options}
+        _check_descriptors(int(settings["connection_limit"]) + threads)
+        self.limits = limits
         self._server: Any = waitress.create_server(
-            wsgi, host=host, port=port, threads=threads, **options
+            wsgi, host=host, port=port, threads=threads, **settings
         )
+        install(_socket_map(self._server), limits)
         self.host = host
         self.port: int = self._server.effective_port
         shown = f"[{host}]" if ":" in host else host
@@ -139,7 +162,7 @@ class RunningServer:
         from waitress.server import BaseWSGIServer  # noqa: PLC0415
 
         server = self._server
-        socket_map = server._map if hasattr(server, "_map") else server.map
+        socket_map = _socket_map(server)
 
         def stop_listening() -> None:
             for channel in list(socket_map.values()):
@@ -161,6 +184,36 @@ class RunningServer:
         _pull(trigger, lambda: wasyncore.close_all(socket_map))
         stopped = self._stopped.wait(grace + 1.0)
         return clean and stopped and not left
+
+
+def _socket_map(server: Any) -> dict[int, Any]:
+    return server._map if hasattr(server, "_map") else server.map  # type: ignore[no-any-return]
+
+
+def _check_descriptors(needed: int) -> None:
+    """Make sure the process may open ``needed`` file descriptors (connections, threads'
+    pipes, the store): raise the soft ``ulimit -n`` up to the hard one if it is lower (as
+    the Go runtime does), else warn with the fix."""
+    try:
+        import resource  # noqa: PLC0415 - POSIX only
+    except ImportError:  # pragma: no cover - Windows
+        return
+    needed += DESCRIPTOR_RESERVE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        logger.info("raised the soft file-descriptor limit from %d to %d", soft, target)
+        soft = target
+    if soft < needed:
+        logger.warning(
+            "ulimit -n is %d but the connection limit and threads need about %d file "
+            "descriptors: raise ulimit -n or lower ServerLimits.connection_limit",
+            soft,
+            needed,
+        )
 
 
 def _pull(trigger: Any, thunk: Any) -> None:
@@ -263,6 +316,7 @@ def serve(
     database: str | None = None,
     task_store: TaskStore | None = None,
     threads: int | None = None,
+    limits: ServerLimits | None = None,
     grace: float = DEFAULT_GRACE_PERIOD,
     app_options: dict[str, Any] | None = None,
     **options: Any,
@@ -282,17 +336,19 @@ def serve(
             processes share it: see ``docs/scale-out.md``). The store is closed when
             serving ends.
         task_store: For that case, a store of your own instead (not closed here).
-        threads: waitress worker threads (default: stream cap + 8).
+        threads: waitress worker threads (default: stream cap + ``limits.unary_threads``).
+        limits: Connection limit, read deadlines, idle timeout (:class:`ServerLimits`;
+            the defaults are documented in ``docs/server.md``).
         grace: Seconds unary calls and agents get to finish on shutdown.
         app_options: Further :class:`A2AApplication` arguments for the executor case.
-        **options: waitress settings.
+        **options: Further waitress settings (override ``limits``).
 
     Raises:
         ConfigurationError: waitress is missing or the settings conflict.
     """
     application, opened = _application(app, card, database, task_store, dict(app_options or {}))
     try:
-        server = RunningServer(application, host, port, threads=threads, **options)
+        server = RunningServer(application, host, port, threads=threads, limits=limits, **options)
     except BaseException:
         if opened is not None:
             opened.close()
@@ -333,6 +389,7 @@ def serve_in_thread(
     port: int = 0,
     *,
     threads: int | None = None,
+    limits: ServerLimits | None = None,
     grace: float = THREAD_GRACE,
     **options: Any,
 ) -> Iterator[str]:
@@ -345,7 +402,7 @@ def serve_in_thread(
     Raises:
         ConfigurationError: waitress is missing or the settings conflict.
     """
-    server = RunningServer(app, host, port, threads=threads, **options)
+    server = RunningServer(app, host, port, threads=threads, limits=limits, **options)
     thread = threading.Thread(target=server.run, name=f"a2a-sync-serve-{server.port}", daemon=True)
     thread.start()
     try:

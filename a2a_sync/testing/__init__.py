@@ -8,6 +8,11 @@
 * :func:`mcp_server_command` — the argv of a scriptable MCP stdio server (canned tools,
   resources, prompts) for :meth:`~a2a_sync.mcp.MCPConnection.stdio`; also
   ``python -m a2a_sync.testing.mcp_server``.
+* :func:`connect_in_memory` / :class:`InMemoryTransport` — an MCP connection to a server
+  object in this process (the scripted server, or anything with
+  ``handle(message) -> list of messages``): no subprocess, no port.
+  ``a2a_sync.testing.mcp_sdk.SDKServerTransport`` does the same for an official ``mcp``
+  server object (imported from there only: it needs the ``mcp`` package).
 
 ::
 
@@ -32,15 +37,19 @@ from __future__ import annotations
 
 from .agent_server import agent_server
 from .fake import DEFAULT_HOLD_TIMEOUT, FakeAgent, Script, agent_card
+from .mcp_memory import InMemoryTransport, JSONRPCServer, connect_in_memory
 from .mcp_server import ScriptedMCPServer, mcp_server_command, recorded_messages
 
 __all__ = [
     "DEFAULT_HOLD_TIMEOUT",
     "FakeAgent",
+    "InMemoryTransport",
+    "JSONRPCServer",
     "Script",
     "ScriptedMCPServer",
     "agent_card",
     "agent_server",
+    "connect_in_memory",
     "mcp_server_command",
     "recorded_messages",
 ]

@@ -30,8 +30,14 @@ and unknown keys are refused, so a typo fails the test at once::
       },
       "resources": {"mem://notes": "text" | {"name": "...", "text": "...", "mime_type": "..."}},
       "prompts":   {"review": "Review {code}" | {"description": "...", "arguments": ["code"],
-                                                 "text": "Review {code}"}}
+                                                 "text": "Review {code}"}},
+      "pages": {"tools": {"": {"items": ["greet"], "next": "p2"},   # keyed by cursor; "" first
+                          "p2": {"items": ["add"]}}}              # no "next": the last page
     }
+
+``pages`` splits the ``tools``, ``resources`` or ``prompts`` listing into pages by cursor;
+``next`` is sent as ``nextCursor`` verbatim (any JSON value, so a test can script a broken
+server: a cycle, a number); an unknown cursor is answered with -32602.
 
 In-process, :class:`ScriptedMCPServer` also takes Python ``handlers`` per tool (the demo's
 tool server is built that way). It speaks the handshake era (``initialize``, revisions
@@ -93,7 +99,7 @@ _TOOL_KEYS: Final = frozenset(
 _RESOURCE_KEYS: Final = frozenset({"name", "description", "text", "blob", "mime_type"})
 _PROMPT_KEYS: Final = frozenset({"description", "arguments", "text", "role"})
 _SCRIPT_KEYS: Final = frozenset(
-    {"name", "version", "instructions", "tools", "resources", "prompts"}
+    {"name", "version", "instructions", "tools", "resources", "prompts", "pages"}
 )
 _PLACEHOLDER: Final = re.compile(r"\{(\w+)\}")
 _METHOD_NOT_FOUND: Final = -32601
@@ -170,6 +176,7 @@ class ScriptedMCPServer:
         self.resources = _entries(script, "resources", _RESOURCE_KEYS)
         self.prompts = _entries(script, "prompts", _PROMPT_KEYS)
         self._record = Path(record) if record is not None else None
+        self.pages = _pages(script.get("pages"))
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -211,6 +218,10 @@ class ScriptedMCPServer:
             yield _result(request_id, self._initialize(params))
         elif method == "ping":
             yield _result(request_id, {})
+        elif method in ("tools/list", "resources/list", "prompts/list") and method[:-5] in (
+            self.pages
+        ):
+            yield self._page(request_id, method[:-5], params)
         elif method == "tools/list":
             listing = [self._tool(name, spec) for name, spec in self.tools.items()]
             yield _result(request_id, {"tools": listing})
@@ -246,6 +257,23 @@ class ScriptedMCPServer:
         if self.instructions:
             result["instructions"] = self.instructions
         return result
+
+    def _page(self, request_id: Any, kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        cursor = params.get("cursor", "")
+        page = self.pages[kind].get(cursor) if isinstance(cursor, str) else None
+        if page is None:
+            return _error(request_id, _INVALID_PARAMS, f"Invalid cursor: {cursor!r}")
+        render: Callable[[str, Mapping[str, Any]], dict[str, Any]]
+        entries: dict[str, Any]
+        render, entries = {
+            "tools": (self._tool, self.tools),
+            "resources": (self._resource, self.resources),
+            "prompts": (self._prompt, self.prompts),
+        }[kind]
+        result: dict[str, Any] = {kind: [render(n, entries.get(n, {})) for n in page["items"]]}
+        if "next" in page:
+            result["nextCursor"] = page["next"]
+        return _result(request_id, result)
 
     @staticmethod
     def _tool(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -345,6 +373,29 @@ class ScriptedMCPServer:
         if spec.get("description"):
             result["description"] = spec["description"]
         return _result(request_id, result)
+
+
+def _pages(given: Any) -> dict[str, dict[str, dict[str, Any]]]:
+    """The script's ``pages`` section, checked."""
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping) or not set(given) <= {"tools", "resources", "prompts"}:
+        raise ConfigurationError(
+            "script 'pages' must map 'tools', 'resources' or 'prompts' to pages by cursor"
+        )
+    pages: dict[str, dict[str, dict[str, Any]]] = {}
+    for kind, by_cursor in given.items():
+        if not isinstance(by_cursor, Mapping) or "" not in by_cursor:
+            raise ConfigurationError(f"script pages[{kind!r}] needs a first page under ''")
+        for cursor, page in by_cursor.items():
+            if not isinstance(page, Mapping) or not isinstance(page.get("items"), list):
+                raise ConfigurationError(f"script pages[{kind!r}][{cursor!r}] needs 'items'")
+            if set(page) - {"items", "next"}:
+                raise ConfigurationError(
+                    f"script pages[{kind!r}][{cursor!r}] has unknown keys; known: items, next"
+                )
+        pages[str(kind)] = {str(c): dict(p) for c, p in by_cursor.items()}
+    return pages
 
 
 def _handler_result(name: str, handler: ToolHandler, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -899,9 +899,9 @@ def echo_agent() -> Iterator[str]:
     try:
         while True:
             try:
-                requests.get(base + ".well-known/agent-card.json", timeout=1).raise_for_status()
+                requests.get(base + ".well-known/agent-card.json", timeout=5).raise_for_status()
                 break
-            except requests.ConnectionError:
+            except requests.RequestException:  # ReadTimeout too: still starting
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)  # polling a starting subprocess; no event to wait on

@@ -492,7 +492,7 @@ _V1_BASE: Card = {
         ),
         (
             {"name": "x", "url": "", "protocolVersion": "0.3.0"},
-            "$.supportedInterfaces[0].url",
+            "$.url",  # a 0.3 card's errors name the paths the peer sent (issue 22)
         ),
         (
             {
@@ -500,7 +500,7 @@ _V1_BASE: Card = {
                 "url": "https://a.example/",
                 "additionalInterfaces": [{"url": "", "transport": "JSONRPC"}],
             },
-            "$.supportedInterfaces[1].url",
+            "$.additionalInterfaces[].url",
         ),
     ],
     ids=["interface", "documentation", "icon", "oidc", "oauth-token", "v03-url", "v03-extra"],

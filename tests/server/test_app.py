@@ -73,7 +73,10 @@ def test_card_without_interfaces_advertises_the_url_it_was_reached_at(agent: Ech
     import attrs
 
     application = A2AApplication(
-        attrs.evolve(bare, supported_interfaces=[]), agent, rpc_path="/rpc"
+        attrs.evolve(bare, supported_interfaces=[]),
+        agent,
+        rpc_path="/rpc",
+        allowed_hosts=["agent.example"],
     )
     try:
         response = call(

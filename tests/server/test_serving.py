@@ -332,7 +332,11 @@ def test_serve_stops_on_sigterm_and_a_restart_keeps_finished_tasks(tmp_path: Pat
 
 
 def _up(url: str) -> bool:
+    """One readiness probe. A server still starting may refuse, reset or not answer in
+    time (a gunicorn worker importing its app on a loaded machine): every one of those is
+    "not up yet", so catch requests' base class, not only ConnectionError (ReadTimeout is
+    not one). The callers bound the whole wait."""
     try:
-        return requests.get(url + "/.well-known/agent-card.json", timeout=1).status_code == 200
-    except requests.ConnectionError:
+        return requests.get(url + "/.well-known/agent-card.json", timeout=5).status_code == 200
+    except requests.RequestException:
         return False

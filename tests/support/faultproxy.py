@@ -576,6 +576,9 @@ class FaultProxy:
                 connection.links[name].bytes_cut = self._bytes_cut[name]
             connection.links["downstream"].events_cut = self._events_cut
             self._connections.append(connection)
+            # Forget pump threads that already finished (every earlier one was started):
+            # a long soak through one proxy must not keep a Thread per connection ever made.
+            self._threads = [t for t in self._threads if t.ident is None or t.is_alive()]
             for name in ("upstream", "downstream"):
                 thread = threading.Thread(
                     target=self._pump,

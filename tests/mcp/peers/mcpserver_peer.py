@@ -10,7 +10,8 @@ that cuts its own response stream (resumption).
 Run ``python mcpserver_peer.py`` for stdio, or with ``http`` (Streamable HTTP at ``/mcp``)
 or ``sse`` (HTTP+SSE at ``/sse``) to serve 127.0.0.1 on a free port, printed first on
 stdout as ``PORT <n>``. ``http`` options: ``--json`` (JSON responses), ``--resumable``
-(an in-memory event store, priming events and ``retry: 100``).
+(an in-memory event store, priming events and ``retry: 100``). ``--ttl MS`` (any mode)
+sends ``ttlMs`` MS on ``tools/list`` results (2026-07-28 caching hints).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 from typing import Annotated, Any
 
 import anyio
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.server.streamable_http import EventMessage, EventStore
@@ -33,7 +35,13 @@ from mcp_types import (
 )
 from pydantic import BaseModel, Field
 
-mcp = MCPServer("Peer", instructions="A test peer.")
+#: ``--ttl MS``: the ``ttlMs`` hint on ``tools/list`` results.
+_TTL_MS = int(sys.argv[sys.argv.index("--ttl") + 1]) if "--ttl" in sys.argv else 0
+mcp = MCPServer(
+    "Peer",
+    instructions="A test peer.",
+    cache_hints={"tools/list": CacheHint(ttl_ms=_TTL_MS)} if _TTL_MS else None,
+)
 #: Tags of ``slow`` calls that were cancelled (observed through the ``cancelled`` tool).
 CANCELLED: list[str] = []
 #: Per tag, set once that ``slow`` call is cancelled (what ``cancelled(wait_for=...)`` awaits).
@@ -144,6 +152,13 @@ async def change(ctx: Context) -> str:
     await ctx.notify_tools_changed()
     await ctx.notify_resource_updated("config://app")
     return "changed"
+
+
+@mcp.tool()
+def grow(name: str) -> str:
+    """Adds a tool ``name`` without announcing it (no list_changed)."""
+    mcp.add_tool(lambda: name, name=name, description="added by grow")
+    return name
 
 
 @mcp.tool()
