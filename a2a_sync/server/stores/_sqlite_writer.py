@@ -27,7 +27,11 @@ Apply = Callable[[sqlite3.Connection], None]
 
 
 class WriteOp:
-    """One unit of work (``committed`` runs on the writer thread after its commit)."""
+    """One unit of work (``committed`` runs on the writer thread after its commit).
+
+    Ops of many callers share a transaction, each in its own savepoint: an op that fails
+    fails only itself (:meth:`wait` raises for it), the others commit.
+    """
 
     __slots__ = ("apply", "committed", "done", "error")
 
@@ -50,7 +54,14 @@ class WriteOp:
         if not self.done.wait(DURABLE_WRITE_TIMEOUT):
             raise InternalError("task store write timed out")
         if self.error is not None:
+            if isinstance(self.error, InternalError):
+                raise self.error
             raise InternalError("task store write failed") from self.error
+
+    @property
+    def timed_out(self) -> bool:
+        """True while a waited op has not finished (its outcome is unknown yet)."""
+        return self.done is not None and not self.done.is_set()
 
 
 class BatchWriter:
@@ -113,24 +124,34 @@ class BatchWriter:
                 return
 
     def _commit(self, batch: list[WriteOp]) -> None:
+        """Commit ``batch`` in one transaction, each op inside its own savepoint: an op that
+        fails is undone alone and fails alone; every other op commits. Only a failure of
+        the transaction itself (BEGIN, COMMIT, a lost savepoint after an I/O error that
+        rolled everything back) fails the whole batch."""
         db = self._db
         try:
             db.execute("BEGIN")
             for op in batch:
-                op.apply(db)
+                db.execute("SAVEPOINT op")
+                try:
+                    op.apply(db)
+                except Exception as exc:  # one caller's op: log, undo it alone, tell its waiter
+                    logger.error("task store: one write failed: %r", exc, exc_info=exc)
+                    db.execute("ROLLBACK TO op")
+                    op.error = exc
+                db.execute("RELEASE op")
             db.execute("COMMIT")
-        except Exception as exc:  # top of the writer thread: log, hand the error to waiters
-            logger.exception("task store: writing %d operations failed", len(batch))
-            try:
-                db.execute("ROLLBACK")
-            except sqlite3.Error:
-                logger.debug("rollback after a failed batch failed too", exc_info=True)
+        except sqlite3.Error as exc:  # the transaction failed: nothing of it is durable
+            logger.exception("task store: committing %d operations failed", len(batch))
+            if db.in_transaction:
+                try:
+                    db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    logger.debug("rollback after a failed batch failed too", exc_info=True)
             for op in batch:
                 op.error = exc
-        else:
-            for op in batch:
-                if op.committed is not None:
-                    op.committed()
         for op in batch:
+            if op.error is None and op.committed is not None:
+                op.committed()
             if op.done is not None:
                 op.done.set()
