@@ -18,14 +18,18 @@ from typing import Any, Final
 
 __all__ = ["describe_surrogate", "find_surrogate", "may_hold_surrogate"]
 
-_MAY_HOLD: Final = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+_ESCAPED: Final = re.compile(rb"\\u[dD][89a-fA-F]")  # \uD800 .. \uDFFF
+_ENCODED: Final = re.compile(rb"\xed[\xa0-\xbf]")  # UTF-8 of U+D800 .. U+DFFF
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def may_hold_surrogate(body: bytes) -> bool:
     """False when decoding ``body`` as JSON cannot yield a lone surrogate."""
-    return _MAY_HOLD.search(body) is not None
+    # Substring tests first (fast scans): most bodies hold neither prefix.
+    return (b"\\u" in body and _ESCAPED.search(body) is not None) or (
+        b"\xed" in body and _ENCODED.search(body) is not None
+    )
 
 
 def find_surrogate(value: Any, path: str = "$") -> str | None:

@@ -20,7 +20,10 @@ from urllib.parse import urlsplit
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from a2a_sync._unicode import find_surrogate, may_hold_surrogate
 from a2a_sync.client import A2AClient
 from a2a_sync.errors import ConfigurationError
 from a2a_sync.server.app import A2AApplication
@@ -266,3 +269,24 @@ def test_acknowledged_tasks_are_durable_while_poisoned_requests_arrive(medium: M
     assert set(told.values()) == {TaskState.completed.value}  # nobody's work was failed
     codes = [(s, t, a["error"]["code"] if isinstance(a, dict) else a) for s, t, a in refusals]
     assert codes == [(200, "application/json", -32602)] * POISON_CALLS
+
+
+# -- the fast path never skips a poisoned body ---------------------------------------------------
+
+# Any character, surrogates (which st.characters() leaves out) included often.
+_JSON_TEXT = st.text(alphabet=st.characters() | st.integers(0xD800, 0xDFFF).map(chr))
+_JSON_VALUES = st.recursive(
+    st.none() | st.integers() | _JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_JSON_TEXT, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(value=_JSON_VALUES, ascii_only=st.booleans())
+def test_the_byte_scan_flags_every_body_that_decodes_to_a_lone_surrogate(
+    value: Any, ascii_only: bool
+) -> None:
+    body = json.dumps(value, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    decoded = json.loads(body)
+    if find_surrogate(decoded) is not None:
+        assert may_hold_surrogate(body)
