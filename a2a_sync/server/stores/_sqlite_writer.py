@@ -27,19 +27,27 @@ Apply = Callable[[sqlite3.Connection], None]
 
 
 class WriteOp:
-    """One unit of work (``committed`` runs on the writer thread after its commit).
+    """One unit of work. On the writer thread, ``committed`` runs after its commit, and
+    ``failed`` as soon as it failed (before any later op runs): how fire-and-forget ops
+    report.
 
     Ops of many callers share a transaction, each in its own savepoint: an op that fails
     fails only itself (:meth:`wait` raises for it), the others commit.
     """
 
-    __slots__ = ("apply", "committed", "done", "error")
+    __slots__ = ("apply", "committed", "done", "error", "failed")
 
     def __init__(
-        self, apply: Apply, *, wait: bool, committed: Callable[[], None] | None = None
+        self,
+        apply: Apply,
+        *,
+        wait: bool,
+        committed: Callable[[], None] | None = None,
+        failed: Callable[[BaseException], None] | None = None,
     ) -> None:
         self.apply = apply
         self.committed = committed
+        self.failed = failed
         self.done = threading.Event() if wait else None
         self.error: BaseException | None = None
 
@@ -132,15 +140,9 @@ class BatchWriter:
         try:
             db.execute("BEGIN")
             for op in batch:
-                db.execute("SAVEPOINT op")
-                try:
-                    op.apply(db)
-                except Exception as exc:  # one caller's op: log, undo it alone, tell its waiter
-                    logger.error("task store: one write failed: %r", exc, exc_info=exc)
-                    db.execute("ROLLBACK TO op")
-                    op.error = exc
-                db.execute("RELEASE op")
-            db.execute("COMMIT")
+                self._apply(op, savepoint=len(batch) > 1)  # a lone op: its transaction
+            if db.in_transaction:  # (a lone op that failed rolled it back already)
+                db.execute("COMMIT")
         except sqlite3.Error as exc:  # the transaction failed: nothing of it is durable
             logger.exception("task store: committing %d operations failed", len(batch))
             if db.in_transaction:
@@ -149,9 +151,32 @@ class BatchWriter:
                 except sqlite3.Error:
                     logger.debug("rollback after a failed batch failed too", exc_info=True)
             for op in batch:
-                op.error = exc
+                self._fail(op, exc)
         for op in batch:
             if op.error is None and op.committed is not None:
                 op.committed()
             if op.done is not None:
                 op.done.set()
+
+    def _apply(self, op: WriteOp, *, savepoint: bool) -> None:
+        """Run one op inside the open transaction; undo it alone if it fails."""
+        db = self._db
+        if savepoint:
+            db.execute("SAVEPOINT op")
+        try:
+            op.apply(db)
+        except Exception as exc:  # one caller's op: log, undo it alone, tell its waiter
+            logger.error("task store: one write failed: %r", exc, exc_info=exc)
+            if savepoint:
+                db.execute("ROLLBACK TO op")
+            elif db.in_transaction:  # (an I/O error may have rolled it back already)
+                db.execute("ROLLBACK")
+            self._fail(op, exc)
+        if savepoint:
+            db.execute("RELEASE op")
+
+    @staticmethod
+    def _fail(op: WriteOp, exc: BaseException) -> None:
+        op.error = exc
+        if op.failed is not None:
+            op.failed(exc)

@@ -120,7 +120,7 @@ _ORPHAN_MESSAGE: Final = "The server restarted while this task was running."
 class _Record:
     """A cached task: snapshot plus the log entries appended since it was loaded."""
 
-    __slots__ = ("base", "committed", "events", "pending", "principal", "task")
+    __slots__ = ("base", "broken", "committed", "events", "pending", "principal", "task")
 
     def __init__(self, task: Task, principal: str, base: int) -> None:
         self.task = task
@@ -131,6 +131,10 @@ class _Record:
         # A creation or final event is being committed; it is not in task/events yet
         # (nobody may see it before it is durable) and other appends wait for it.
         self.pending = False
+        # An intermediate write failed: the file's log lacks an event the cache has, so
+        # later writes of the task fail (the writer checks, in order) and appends are
+        # refused; the task is settled by the next start's orphan check.
+        self.broken: BaseException | None = None
 
     @property
     def seq(self) -> int:
@@ -448,7 +452,8 @@ class SQLiteTaskStore(TaskStore):
             return
         for task_id in list(self._cache)[: excess * 2]:
             record = self._cache[task_id]
-            if record.committed == record.seq and not record.pending:  # the file has it all
+            nothing_in_flight = record.committed == record.seq and not record.pending
+            if nothing_in_flight and record.broken is None:  # the file has it all
                 del self._cache[task_id]
                 excess -= 1
                 if not excess:
@@ -465,6 +470,10 @@ class SQLiteTaskStore(TaskStore):
             record = self._record(task_id)
             if record is None:
                 raise TaskNotFound()
+            if record.broken is not None:
+                raise InternalError(
+                    f"task store: an earlier write of task {task_id!r} failed"
+                ) from record.broken
             if not record.pending:
                 return record
             if not self._settled.wait(DURABLE_WRITE_TIMEOUT):
@@ -510,6 +519,10 @@ class SQLiteTaskStore(TaskStore):
         principal = record.principal
 
         def write(db: sqlite3.Connection) -> None:
+            if record.broken is not None:  # an earlier write of the task failed
+                raise InternalError(
+                    f"task store: an earlier write of task {task_id!r} failed"
+                ) from record.broken
             db.execute(
                 "INSERT INTO a2a_events (task_id, seq, event) VALUES (?, ?, ?)",
                 (task_id, seq, blob),
@@ -538,7 +551,11 @@ class SQLiteTaskStore(TaskStore):
                 if len(self._cache) > self._cache_size:
                     self._evict()
 
-        return self._writer.put(WriteOp(write, wait=wait, committed=committed))
+        def failed(exc: BaseException) -> None:  # on the writer thread, before later ops
+            if not wait:  # nobody waits for it: later writes and appends of the task fail
+                record.broken = exc
+
+        return self._writer.put(WriteOp(write, wait=wait, committed=committed, failed=failed))
 
     def _submit(self, apply: Callable[[sqlite3.Connection], None], *, wait: bool) -> WriteOp:
         with self._lock:

@@ -255,3 +255,27 @@ def test_a_final_state_whose_write_fails_is_never_reported(sql_medium: Medium) -
         TaskState.working.value,
         TaskState.failed.value,
     )
+
+
+def test_after_an_intermediate_write_failed_the_task_is_never_reported_done(
+    sql_medium: Medium,
+) -> None:
+    """SQLite acknowledges intermediate events before writing them; when that write fails,
+    the final state appended right after it (possibly in the same batch) must fail too,
+    or the task would be reported done over a hole in its log. (PostgreSQL fails the
+    intermediate append itself: its caller knows, and may go on.)"""
+    store = sql_medium.store
+    store.create_task(new_task("t1"), principal="p")
+    _refuse_state(sql_medium, "t1", TaskState.working)
+    try:
+        store.append_event("t1", status("t1", TaskState.working))
+    except InternalError:
+        assert sql_medium.kind == "postgres"  # refused at once: nothing was acknowledged
+        return
+    with pytest.raises(InternalError):
+        store.append_event("t1", status("t1", TaskState.completed))
+    served = store.get_task("t1", principal=None)
+    assert served is not None
+    assert served.task.status.state is not TaskState.completed
+    store.close()
+    assert sql_medium.durable_states(["t1"])["t1"] == TaskState.submitted.value
