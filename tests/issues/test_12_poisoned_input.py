@@ -107,6 +107,24 @@ def test_a_lone_surrogate_anywhere_in_params_is_invalid_params_naming_the_field(
     assert _no_task_stored(app)
 
 
+@pytest.mark.parametrize("method", ["message/send", "message/stream"])
+def test_a2a_0_3_calls_get_the_same_refusal(
+    app: A2AApplication, agent: EchoAgent, method: str
+) -> None:
+    message = {
+        "kind": "message",
+        "role": "user",
+        "messageId": "m1",
+        "parts": [{"kind": "text", "text": SURROGATE}],
+    }
+    response = rpc(app, method, {"message": message}, version=None)
+    assert response.headers["content-type"] == "application/json"
+    error = response.json()["error"]
+    assert error["code"] == -32602
+    assert "$.message.parts[0].text" in error["message"]
+    assert agent.calls == 0
+
+
 def test_utf8_encoded_surrogate_bytes_are_refused_too(
     app: A2AApplication, agent: EchoAgent
 ) -> None:
