@@ -24,7 +24,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from a2a_sync._unicode import find_surrogate, may_hold_surrogate
-from a2a_sync.client import A2AClient
+from a2a_sync.client import A2AClient, ResilientA2AClient
 from a2a_sync.errors import ConfigurationError
 from a2a_sync.server.app import A2AApplication
 from a2a_sync.server.serving import serve_in_thread
@@ -205,6 +205,24 @@ def test_the_client_refuses_to_send_text_that_is_not_unicode(
         assert counting.posts == 0
         assert client.send_message("still fine").status.state is TaskState.completed  # type: ignore[union-attr]
     assert counting.app.close(WAIT)
+
+
+def test_the_resilient_client_neither_retries_nor_falls_back_on_it(agent: EchoAgent) -> None:
+    """An argument error is not an agent failure: the next agent is not tried."""
+    primary = _CountingApp(A2AApplication(attrs.evolve(card(), supported_interfaces=[]), agent))
+    backup = _CountingApp(A2AApplication(attrs.evolve(card(), supported_interfaces=[]), agent))
+    with (
+        serve_in_thread(primary) as first,
+        serve_in_thread(backup) as second,
+        ResilientA2AClient(
+            A2AClient.from_url(first), fallbacks=[A2AClient.from_url(second)]
+        ) as client,
+    ):
+        with pytest.raises(ConfigurationError, match="not valid Unicode text"):
+            client.send_message(f"hi {SURROGATE}")
+        assert (primary.posts, backup.posts) == (0, 0)
+    assert primary.app.close(WAIT)
+    assert backup.app.close(WAIT)
 
 
 # -- acknowledged work stays durable under poisoned input, on every store -----------------------
