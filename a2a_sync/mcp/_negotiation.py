@@ -340,8 +340,8 @@ def _explained(error: A2ASyncError, transport: Transport, clock: _Clock) -> A2AS
     return _amended(
         error,
         f"; within the {clock.budget:g} s connect budget it wrote to stdout what is not "
-        f"JSON-RPC: {noise}. MCP stdio servers must write only JSON-RPC messages to stdout "
-        "and log to stderr",
+        f'JSON-RPC: "{noise}". MCP stdio servers must write only JSON-RPC messages to '
+        "stdout and log to stderr",
     )
 
 

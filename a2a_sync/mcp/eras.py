@@ -229,9 +229,16 @@ def judge_unsupported_version(
     untried = [v for v in MODERN_VERSIONS if v in supported and v not in tried]
     if untried:
         return "retry", untried[-1]
-    if any(v in HANDSHAKE_VERSIONS for v in supported):
+    if any(v in HANDSHAKE_VERSIONS for v in supported) or not any(map(_is_modern, supported)):
         return "legacy", None
     return "refused", None
+
+
+def _is_modern(version: str) -> bool:
+    """A revision of the modern era, known or newer (revisions are ISO dates)."""
+    return version in MODERN_VERSIONS or (
+        re.fullmatch(r"\d{4}-\d{2}-\d{2}", version) is not None and version >= MODERN_VERSIONS[0]
+    )
 
 
 def unsupported_version_list(error: RPCError) -> list[str] | None:

@@ -32,6 +32,7 @@ import io
 import json
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -103,6 +104,8 @@ _EXIT_DRAIN_TIMEOUT: Final = 0.5
 _THREAD_JOIN_TIMEOUT: Final = 2.0
 #: Shortest wait between SIGTERM and SIGKILL, even when a connect's budget is spent.
 _MIN_KILL_WAIT: Final = 0.2
+#: How long releasing held stderr lines waits for what is still in the pipe.
+_STDERR_SETTLE_TIMEOUT: Final = 0.5
 #: Polling step while waiting for a process group to empty.
 _GROUP_POLL_INTERVAL: Final = 0.01
 #: Longest JSON line accepted from the server (64 MiB: a big embedded resource fits;
@@ -192,6 +195,7 @@ class StdioTransport:
             self._forward_stderr, stderr_logger, self.name, collapsible=stderr == _LOG
         )
         self._shutdown_limit: float | None = None
+        self._stderr_idle = threading.Event()
 
     @property
     def pid(self) -> int | None:
@@ -219,8 +223,28 @@ class StdioTransport:
 
     def release_stderr(self, collapse: str | None) -> None:
         """Forward the held stderr lines, or (``collapse``: what the server refused)
-        summarise them in one line and log them at DEBUG."""
+        summarise them in one line and log them at DEBUG.
+
+        What the server wrote to stderr before its last answer may still be in the pipe:
+        it is read first (bounded by :data:`_STDERR_SETTLE_TIMEOUT`)."""
+        if collapse is not None:
+            deadline = time.monotonic() + _STDERR_SETTLE_TIMEOUT
+            while not self._stderr_settled() and time.monotonic() < deadline:
+                time.sleep(_GROUP_POLL_INTERVAL)
         self._relay.release(collapse)
+
+    def _stderr_settled(self) -> bool:
+        """True when the drain thread waits for data and the pipe has none for it."""
+        proc = self._proc
+        if proc is None or proc.stderr is None or not self._stderr_idle.is_set():
+            return proc is None or proc.stderr is None
+        if os.name != "posix":
+            return True
+        try:
+            readable, _, _ = select.select([proc.stderr], [], [], 0)
+        except (OSError, ValueError):
+            return True  # closed
+        return not readable
 
     def limit_shutdown(self, seconds: float) -> None:
         """Bound the next :meth:`close` to about ``seconds`` (a failed connect's budget):
@@ -457,15 +481,19 @@ class StdioTransport:
         assert proc.stderr is not None
         read = cast("io.BufferedReader", proc.stderr).read1
         splitter = LineSplitter()
+        idle = self._stderr_idle
         try:
             while True:
+                idle.set()
                 chunk = read(_STDERR_READ_BYTES)
+                idle.clear()
                 if not chunk:
                     break
                 for text in splitter.feed(chunk):
                     self._stderr_line(text)
             for text in splitter.finish():
                 self._stderr_line(text)
+            idle.set()
         except (OSError, ValueError) as exc:
             logger.debug("stderr of %s: %s", self.name, exc)
         except Exception:  # top of the drain thread: never block the server on a full pipe
