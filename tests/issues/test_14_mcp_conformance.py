@@ -77,7 +77,8 @@ def test_a_modern_server_without_a_common_version_is_not_taken_for_legacy() -> N
         with pytest.raises(UnsupportedProtocolVersion) as info:
             MCPConnection.stdio(argv, era=era, timeout=10)
         message = str(info.value)
-        assert "2099-01-01" in message and "2026-07-28" in message
+        assert "2099-01-01" in message
+        assert "2026-07-28" in message
         assert "server/discover" in message
 
 
@@ -170,7 +171,8 @@ def test_every_transport_has_the_whole_transport_surface(transport: Transport) -
     assert {"kind", "name", "era_key", "send", "close"} <= set(members)
     for member in members:
         assert hasattr(transport, member), f"{type(transport).__name__} lacks {member}"
-    assert isinstance(transport.kind, str) and transport.kind
+    assert isinstance(transport.kind, str)
+    assert transport.kind
     assert isinstance(transport, ProcessTransport) == isinstance(transport, StdioTransport)
 
 
