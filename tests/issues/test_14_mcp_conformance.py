@@ -9,12 +9,14 @@ falling back"); 2025-06-18 introduced elicitation.
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,6 +33,9 @@ from a2a_sync.mcp.transports.http import StreamableHTTPTransport
 from a2a_sync.mcp.transports.legacy_sse import LegacySSETransport
 from a2a_sync.mcp.transports.stdio import StdioTransport
 from tests.mcp.fake import FakeTransport
+from tests.mcp.transports.test_http import Handler, Script
+from tests.support.fixtures import ScriptedServerFactory
+from tests.support.servers import RecordedRequest, respond_json
 
 SERVER = str(Path(__file__).with_name("scripted_mcp_server.py"))
 #: Generous bound for a connect whose budget is 2 s (the old code took 60 + 10 + 4 s).
@@ -207,3 +212,51 @@ def test_a_dual_era_server_gets_the_handshake_when_callbacks_are_declared() -> N
         assert (conn.era, conn.protocol_version) == ("legacy", "2025-11-25")
     with MCPConnection.stdio(argv, elicitation_callback=_elicit, era="modern", timeout=10) as conn:
         assert conn.era == "modern"  # pinned: honoured
+
+
+# --- B.1 over Streamable HTTP: 400 + -32022 ------------------------------------------------------
+
+
+@pytest.fixture
+def http_server(scripted_server: ScriptedServerFactory) -> Callable[[Script], str]:
+    def start(script: Script) -> str:
+        return str(scripted_server(script).url) + "/mcp"
+
+    return start
+
+
+def _unsupported(supported: list[str]) -> Handler:
+    def handler(sock: socket.socket, request: RecordedRequest, message: dict[str, Any]) -> None:
+        asked = request.headers.get("mcp-protocol-version")
+        if asked in supported:
+            Script.discover(sock, request, message)
+            return
+        data = {"supported": supported, "requested": asked}
+        error = {"code": -32022, "message": "Unsupported protocol version", "data": data}
+        respond_json(sock, {"jsonrpc": "2.0", "id": message["id"], "error": error}, status=400)
+
+    return handler
+
+
+def test_http_400_unsupported_version_is_re_probed_not_handshaken(
+    http_server: Callable[[Script], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(eras, "MODERN_VERSIONS", ("2026-07-28", "2099-01-01"))
+    monkeypatch.setattr(eras, "LATEST_MODERN_VERSION", "2099-01-01")
+    script = Script(server__discover=_unsupported(["2026-07-28"]))
+    url = http_server(script)
+    for era in ("auto", "modern"):
+        with MCPConnection.http(url, era=era, timeout=10) as conn:
+            assert (conn.era, conn.protocol_version) == ("modern", "2026-07-28")
+    methods = [script.posts.get_nowait().get("method") for _ in range(script.posts.qsize())]
+    assert "initialize" not in methods
+
+
+def test_http_400_naming_only_unknown_modern_versions_is_an_error(
+    http_server: Callable[[Script], str],
+) -> None:
+    script = Script(server__discover=_unsupported(["2099-01-01"]))
+    with pytest.raises(UnsupportedProtocolVersion, match="2099-01-01"):
+        MCPConnection.http(http_server(script), timeout=10)
+    methods = [script.posts.get_nowait().get("method") for _ in range(script.posts.qsize())]
+    assert methods == ["server/discover"]
