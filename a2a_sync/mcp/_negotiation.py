@@ -267,7 +267,7 @@ class Negotiator:
         logger.info(
             "%s refused initialize after the discover probe; restarting it", live.transport.name
         )
-        finalize(live)
+        self._abort(live, clock)
         fresh = self._start()
         try:
             return self._initialize(fresh.session, eras.LATEST_HANDSHAKE_VERSION, clock), fresh

@@ -186,15 +186,15 @@ class StderrRelay:
 
     def line(self, text: str) -> None:
         """One stderr line from the server."""
-        with self._lock:
+        with self._lock:  # held in forwarding too: lines keep their order
             held = self._held
             if held is not None and len(held) < HELD_LINES:
                 held.append(text)
                 return
             self._held = None  # more than a probe's complaint: stop holding
-        for early in held or ():
-            self._forward(early)
-        self._forward(text)
+            for early in held or ():
+                self._forward(early)
+            self._forward(text)
 
     def hold(self) -> None:
         """Hold lines from now on (until :meth:`release`)."""
@@ -209,12 +209,12 @@ class StderrRelay:
         gave, which gets everything) they are forwarded as usual."""
         with self._lock:
             held, self._held = self._held, None
-        if not held:
-            return
-        if collapse is None or not self._collapsible or not any(collapse in x for x in held):
-            for text in held:
-                self._forward(text)
-            return
+            if not held:
+                return
+            if collapse is None or not self._collapsible or not any(collapse in x for x in held):
+                for text in held:
+                    self._forward(text)
+                return
         for text in held:
             self._logger.debug("[%s] %s", self._name, text)
         self._logger.info(
