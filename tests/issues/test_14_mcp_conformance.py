@@ -9,6 +9,7 @@ falling back"); 2025-06-18 introduced elicitation.
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from a2a_sync.mcp.transports.http import StreamableHTTPTransport
 from a2a_sync.mcp.transports.legacy_sse import LegacySSETransport
 from a2a_sync.mcp.transports.stdio import StdioTransport
 from tests.mcp.fake import FakeTransport
+from tests.mcp.peers.launch import EVERYTHING
 from tests.mcp.transports.test_http import Handler, Script
 from tests.support.fixtures import ScriptedServerFactory
 from tests.support.servers import RecordedRequest, respond_json
@@ -119,6 +121,22 @@ def test_reset_timeout_on_progress_asks_for_progress_by_itself() -> None:
         result = client.call_tool("progress", timeout=1.5, reset_timeout_on_progress=True)
         assert result.text == "token"
         assert client.call_tool("progress", timeout=10).text == "no token"
+
+
+@pytest.mark.peer
+@pytest.mark.skipif(
+    not EVERYTHING.exists() or shutil.which("node") is None, reason="server-everything missing"
+)
+def test_reset_timeout_on_progress_alone_against_server_everything() -> None:
+    with MCPConnection.stdio([str(EVERYTHING)], timeout=30) as conn:
+        # 3 s of work, progress every 0.3 s: 1.5 s expires unless progress resets it.
+        result = conn.client().call_tool(
+            "trigger-long-running-operation",
+            {"duration": 3, "steps": 10},
+            timeout=1.5,
+            reset_timeout_on_progress=True,
+        )
+        assert "completed" in result.text
 
 
 # --- B.3 time limits ------------------------------------------------------------------------------
