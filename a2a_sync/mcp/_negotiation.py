@@ -15,7 +15,6 @@ fails.
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
 from collections.abc import Callable
@@ -347,7 +346,8 @@ def _explained(error: A2ASyncError, transport: Transport, clock: _Clock) -> A2AS
 
 def _amended(error: A2ASyncError, suffix: str) -> A2ASyncError:
     """A copy of ``error`` whose message ends with ``suffix`` (same type and attributes)."""
-    amended = copy.copy(error)
+    amended = type(error).__new__(type(error))  # no __init__: its arguments vary by type
+    amended.__dict__.update(error.__dict__)
     amended.args = (f"{error.args[0] if error.args else error}{suffix}", *error.args[1:])
     if isinstance(amended, RPCError):
         amended.message += suffix
