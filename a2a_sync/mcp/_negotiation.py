@@ -8,6 +8,15 @@ the modern era at the probe, yet sent a discover answer that is no use, refuses 
 handshake on that connection: it is restarted (a second transport from the factory) and
 handshaken first. A pinned era or revision is negotiated directly.
 
+A ``-32022`` answer naming a modern revision we speak is re-sent at that revision (both
+``auto`` and pinned); one naming only modern revisions we do not speak is an
+:class:`~a2a_sync.errors.UnsupportedProtocolVersion`, never an ``initialize`` fallback.
+With ``sampling``/``elicitation``/``roots`` callbacks declared, ``auto`` takes the
+handshake era of a server whose discover result lists it too (docs/decisions.md §9).
+Everything, the shutdown of a server that failed to connect included, happens within one
+budget (``handshake_timeout``); an error after a failed probe names the probe, and a
+handshake timeout from a stdio server that wrote non-JSON to stdout quotes the line.
+
 The wire shapes (params, results, what an answer says about the era) live in
 :mod:`.eras`; this module drives the sequence and disposes of what it started when it
 fails.
@@ -82,8 +91,9 @@ class Negotiator:
         client_info: How the client introduces itself (``None``: the session's default).
         log_level: Log level to ask a legacy server for after the handshake.
         timeout: Timeout of that ``logging/setLevel`` request.
-        discover_timeout: How long ``auto`` waits for the ``server/discover`` probe.
-        handshake_timeout: How long to wait for ``initialize`` / ``server/discover``.
+        discover_timeout: Longest wait of ``auto`` for the ``server/discover`` probe (it
+            also gets at most half of what is left of the budget).
+        handshake_timeout: The budget of the whole connect (probe, handshake, cleanup).
         on_notification: Connection bookkeeping, registered on every session started.
     """
 
