@@ -5,11 +5,15 @@ Spawning: an argv list (never a shell), an environment built from an allow-list
 ``cwd``, and on POSIX its own session (process group) so the whole tree can be stopped.
 
 Threads (daemons, named): a **reader** that splits stdout on ``\\n`` only, decodes each
-line and hands it to the session (a line that is not JSON is logged and skipped; a line
-over ``max_line_bytes`` ends the connection with :class:`~a2a_sync.errors.ResponseTooLarge`);
-a **stderr drain** that forwards the server's stderr to logging, a file-like object or
-nowhere while keeping a tail for error messages (it never touches ``sys.stderr``'s file
-descriptor, so it works in Jupyter); and an **exit watcher** that reaps the child the
+line and hands it to the session (a line that is not JSON is skipped and logged, the
+first few one by one, then as a periodic count; the first is quoted if the handshake times
+out; a line over ``max_line_bytes`` ends the connection with
+:class:`~a2a_sync.errors.ResponseTooLarge`); a **stderr drain** that reassembles whole
+lines (incremental UTF-8 decoding, lines over 1 MiB cut with a marker) and forwards them to
+logging, a file-like object or nowhere while keeping a tail for error messages (it never
+touches ``sys.stderr``'s file descriptor, so it works in Jupyter; during the era probe it
+holds lines so an older server's complaint about the probe can be collapsed, see
+:mod:`._stdio_text`); and an **exit watcher** that reaps the child the
 moment it exits. Writes happen on the caller's thread under a lock, one JSON message per
 line, flushed.
 
