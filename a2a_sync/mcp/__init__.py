@@ -22,6 +22,7 @@ progress, list-changed) reach plain callbacks on a dispatcher thread.
 
 from __future__ import annotations
 
+from ._callbacks_era import CallbackUnavailableWarning
 from .client import MCPClient, Subscription, SubscriptionEvent, ToolCall
 from .connection import DEFAULT_TIMEOUT, MCPConnection
 from .eras import ERA_CACHE, HANDSHAKE_VERSIONS, MODERN_VERSIONS, EraCache
@@ -83,6 +84,7 @@ __all__ = [
     "EraCache",
     "HANDSHAKE_VERSIONS",
     "MODERN_VERSIONS",
+    "CallbackUnavailableWarning",
     # lower layers
     "MCPSession",
     "PendingRequest",

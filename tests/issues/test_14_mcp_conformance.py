@@ -27,8 +27,14 @@ from a2a_sync.errors import (
     ProtocolError,
     UnsupportedProtocolVersion,
 )
-from a2a_sync.mcp import ERA_CACHE, ElicitRequest, ElicitResult, MCPConnection, eras
-from a2a_sync.mcp._callbacks_era import CallbackUnavailableWarning
+from a2a_sync.mcp import (
+    ERA_CACHE,
+    CallbackUnavailableWarning,
+    ElicitRequest,
+    ElicitResult,
+    MCPConnection,
+    eras,
+)
 from a2a_sync.mcp.transports import ProcessTransport, Transport
 from a2a_sync.mcp.transports.http import StreamableHTTPTransport
 from a2a_sync.mcp.transports.legacy_sse import LegacySSETransport
