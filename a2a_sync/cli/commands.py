@@ -283,13 +283,13 @@ def _cmd_task(args: argparse.Namespace, out: _Output) -> int:
 
 def _mcp_connection(args: argparse.Namespace) -> Any:
     if args.stdio:
-        return MCPConnection.stdio(args.stdio, timeout=args.timeout or 30.0)
+        return MCPConnection.stdio(args.stdio, timeout=args.timeout)  # bounds the connect too
     if args.url:
         http = getattr(MCPConnection, "http", None)
         if http is None:  # pragma: no cover - until the HTTP transport lands
             raise ConfigurationError("MCP over HTTP is not available in this version")
         headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
-        return http(args.url, headers=headers, timeout=args.timeout or 30.0)
+        return http(args.url, headers=headers, timeout=args.timeout)
     raise ConfigurationError("give the server with --stdio CMD... or --url URL")
 
 

@@ -22,6 +22,7 @@ progress, list-changed) reach plain callbacks on a dispatcher thread.
 
 from __future__ import annotations
 
+from ._callbacks_era import CallbackUnavailableWarning
 from .client import MCPClient, Subscription, SubscriptionEvent, ToolCall
 from .config import HTTPServerConfig, StdioServerConfig, load_servers
 from .connection import DEFAULT_TIMEOUT, MCPConnection
@@ -92,6 +93,7 @@ __all__ = [
     "EraCache",
     "HANDSHAKE_VERSIONS",
     "MODERN_VERSIONS",
+    "CallbackUnavailableWarning",
     # lower layers
     "MCPSession",
     "PendingRequest",

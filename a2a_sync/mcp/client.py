@@ -21,7 +21,7 @@ from . import types as t
 from ._paging import json_type_name, list_all
 from .connection import MCPConnection
 from .pending import PendingRequest
-from .session import MCPSession
+from .session import MCPSession, progress_for
 from .subscriptions import Subscription, SubscriptionEvent
 from .tool_call import ToolCall, tool_data, typed_output
 
@@ -170,7 +170,8 @@ class MCPClient:
             ConnectionClosed: The connection closed (``ServerProcessError`` if the
                 server died: exit status and stderr tail).
         """
-        call = self.start_tool_call(name, arguments, progress=progress, timeout=timeout)
+        wanted = progress_for(progress, reset_timeout_on_progress)  # a token even with no callback
+        call = self.start_tool_call(name, arguments, progress=wanted, timeout=timeout)
         return call.result(
             reset_timeout_on_progress=reset_timeout_on_progress, max_timeout=max_timeout
         )

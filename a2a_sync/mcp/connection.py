@@ -63,7 +63,10 @@ class MCPConnection:
         era: ``"auto"`` (probe ``server/discover``, fall back to ``initialize``; the verdict
             is cached per server), ``"legacy"``, ``"modern"``, or an exact revision to pin
             (``"2025-06-18"``, ``"2026-07-28"``).
-        timeout: Default per-operation timeout (seconds) of :meth:`client` handles.
+        timeout: Default per-operation timeout (seconds) of :meth:`client` handles
+            (default 30 s). Given explicitly, it also bounds the whole connect (probe,
+            handshake, and stopping a server that failed to connect) unless
+            ``handshake_timeout`` is given.
         sampling_callback: ``(CreateMessageRequest) -> CreateMessageResult``; declares
             the ``sampling`` capability.
         elicitation_callback: ``(ElicitRequest) -> ElicitResult``; declares ``elicitation``
@@ -79,7 +82,9 @@ class MCPConnection:
         validate_output: Check tool results against the tool's ``outputSchema``.
         cache: Honour ``ttlMs``/``cacheScope`` on list and read results (modern era).
         discover_timeout: How long ``era="auto"`` waits for the ``server/discover`` probe.
-        handshake_timeout: How long to wait for ``initialize`` / ``server/discover``.
+        handshake_timeout: Bound on the whole connect: the era probe, the handshake and
+            stopping a server that failed to connect (default: ``timeout`` if given, else
+            60 s, for servers started through npx/uvx that install packages first).
         input_required_max_rounds: Cap on ``input_required`` rounds per call (modern era).
 
     Raises:
@@ -94,7 +99,7 @@ class MCPConnection:
         transport_factory: Callable[[], Transport],
         *,
         era: eras.EraSetting = "auto",
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float | None = None,
         sampling_callback: Callable[[t.CreateMessageRequest], t.CreateMessageResult] | None = None,
         elicitation_callback: Callable[[t.ElicitRequest], t.ElicitResult] | None = None,
         roots_callback: Callable[[], Sequence[t.Root]] | None = None,
@@ -107,11 +112,13 @@ class MCPConnection:
         validate_output: bool = True,
         cache: bool = True,
         discover_timeout: float = eras.DISCOVER_TIMEOUT,
-        handshake_timeout: float = HANDSHAKE_TIMEOUT,
+        handshake_timeout: float | None = None,
         input_required_max_rounds: int = DEFAULT_INPUT_REQUIRED_MAX_ROUNDS,
     ) -> None:
         mode, version = eras.parse_setting(era)
-        self.timeout = timeout
+        self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        if handshake_timeout is None:
+            handshake_timeout = HANDSHAKE_TIMEOUT if timeout is None else timeout
         self.validate_output = validate_output
         self.input_required_max_rounds = input_required_max_rounds
         self.catalog = Catalog(cache)
@@ -130,7 +137,7 @@ class MCPConnection:
             ),
             client_info=client_info,
             log_level=log_level,
-            timeout=timeout,
+            timeout=self.timeout,
             discover_timeout=discover_timeout,
             handshake_timeout=handshake_timeout,
             on_notification=self.catalog.on_notification,
@@ -151,7 +158,7 @@ class MCPConnection:
         inherit_env: Iterable[str] = DEFAULT_INHERITED_ENV_VARS,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         era: eras.EraSetting = "auto",
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float | None = None,
         sampling_callback: Callable[[t.CreateMessageRequest], t.CreateMessageResult] | None = None,
         elicitation_callback: Callable[[t.ElicitRequest], t.ElicitResult] | None = None,
         roots_callback: Callable[[], Sequence[t.Root]] | None = None,
@@ -164,7 +171,7 @@ class MCPConnection:
         validate_output: bool = True,
         cache: bool = True,
         discover_timeout: float = eras.DISCOVER_TIMEOUT,
-        handshake_timeout: float = HANDSHAKE_TIMEOUT,
+        handshake_timeout: float | None = None,
         input_required_max_rounds: int = DEFAULT_INPUT_REQUIRED_MAX_ROUNDS,
     ) -> MCPConnection:
         """Start an MCP server subprocess and connect to it over stdio.
@@ -254,7 +261,7 @@ class MCPConnection:
         cert: str | tuple[str, str] | None = None,
         trust_env: bool = True,
         era: eras.EraSetting = "auto",
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float | None = None,
         sampling_callback: Callable[[t.CreateMessageRequest], t.CreateMessageResult] | None = None,
         elicitation_callback: Callable[[t.ElicitRequest], t.ElicitResult] | None = None,
         roots_callback: Callable[[], Sequence[t.Root]] | None = None,
@@ -267,7 +274,7 @@ class MCPConnection:
         validate_output: bool = True,
         cache: bool = True,
         discover_timeout: float = eras.DISCOVER_TIMEOUT,
-        handshake_timeout: float = HANDSHAKE_TIMEOUT,
+        handshake_timeout: float | None = None,
         input_required_max_rounds: int = DEFAULT_INPUT_REQUIRED_MAX_ROUNDS,
     ) -> MCPConnection:
         """Connect to an MCP server over HTTP.

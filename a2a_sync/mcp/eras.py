@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import re
 import threading
-from collections.abc import Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping
 from typing import Any, Final, Literal
 
 from ..errors import (
@@ -200,13 +200,55 @@ def probe_says_modern(error: RPCError) -> str | None:
     Only ``-32022`` whose ``data.supported`` names a modern revision we speak is modern
     evidence; every other error means "legacy" (the spec forbids keying on one code).
     """
+    verdict, version = judge_unsupported_version(error, ())
+    return version if verdict == "retry" else None
+
+
+ProbeVerdict = Literal["retry", "legacy", "refused"]
+
+
+def judge_unsupported_version(
+    error: RPCError, tried: Collection[str]
+) -> tuple[ProbeVerdict, str | None]:
+    """Judge an error answer to a modern request (the ``server/discover`` probe).
+
+    ``basic/versioning.mdx``: a recognised modern error (``-32022`` with
+    ``data.supported``) identifies a modern server; the client retries with a mutually
+    supported version instead of falling back, or surfaces an error if there is none.
+
+    Returns:
+        ``("retry", version)``: re-send at ``version`` (the newest modern revision both
+        sides speak that was not tried yet); ``("legacy", None)``: not modern evidence,
+        or the server also speaks a handshake revision we know (fall back to
+        ``initialize``); ``("refused", None)``: a modern server with no revision in
+        common (surface the error, never fall back).
+    """
+    supported = unsupported_version_list(error)
+    if supported is None:
+        return "legacy", None
+    untried = [v for v in MODERN_VERSIONS if v in supported and v not in tried]
+    if untried:
+        return "retry", untried[-1]
+    if any(v in HANDSHAKE_VERSIONS for v in supported) or not any(map(_is_modern, supported)):
+        return "legacy", None
+    return "refused", None
+
+
+def _is_modern(version: str) -> bool:
+    """A revision of the modern era, known or newer (revisions are ISO dates)."""
+    return version in MODERN_VERSIONS or (
+        re.fullmatch(r"\d{4}-\d{2}-\d{2}", version) is not None and version >= MODERN_VERSIONS[0]
+    )
+
+
+def unsupported_version_list(error: RPCError) -> list[str] | None:
+    """``data.supported`` of a ``-32022`` error, or None for any other error."""
     if error.code != UnsupportedProtocolVersion.code_value or not isinstance(error.data, dict):
         return None
     supported = error.data.get("supported")
     if not isinstance(supported, list):
         return None
-    mutual = [v for v in MODERN_VERSIONS if v in supported]
-    return mutual[-1] if mutual else None
+    return [v for v in supported if isinstance(v, str)]
 
 
 def http_status_says_legacy(error: HTTPStatusError) -> bool:

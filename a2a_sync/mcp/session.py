@@ -39,6 +39,7 @@ __all__ = [
     "Handlers",
     "MCPSession",
     "PendingRequest",
+    "progress_for",
 ]
 
 logger = logging.getLogger(__name__)
@@ -190,7 +191,7 @@ class MCPSession:
         max_timeout: float | None = None,
     ) -> Any:
         """Send a request and wait for its raw result (see :meth:`PendingRequest.wait`)."""
-        pending = self.begin(method, params, progress=progress)
+        pending = self.begin(method, params, progress=progress_for(progress, reset_on_progress))
         return pending.wait(
             timeout,
             operation=operation,
@@ -227,6 +228,7 @@ class MCPSession:
         rounds = 0
         delay = _STATE_ONLY_BACKOFF
         current = params
+        progress = progress_for(progress, reset_on_progress)
         while True:
             if first is not None:
                 pending, first = first, None
@@ -444,7 +446,7 @@ class MCPSession:
             if slot is not None:
                 slot.last_progress = time.monotonic()
                 callback = slot.progress
-                if callback is not None:
+                if callback is not None and callback is not _only_requests_progress:
                     self._dispatcher.submit(lambda: _run_progress(callback, params))
         elif method == "notifications/cancelled":
             with self._lock:
@@ -484,6 +486,21 @@ class MCPSession:
                 self._send(reply)
         except A2ASyncError as exc:
             logger.warning("could not answer %s to %s: %s", method, self.transport_name, exc)
+
+
+def _only_requests_progress(_progress: t.Progress) -> None:
+    """Stands for "send a progressToken" when nobody listens: the timeout resets on it."""
+
+
+def progress_for(
+    progress: Callable[[t.Progress], None] | None, reset_on_progress: bool
+) -> Callable[[t.Progress], None] | None:
+    """The progress callback a request needs: ``progress``, or, when only the timeout
+    should reset on progress, one that asks for progress (``_meta.progressToken``) and
+    ignores it (without a token the server sends no progress at all)."""
+    if progress is None and reset_on_progress:
+        return _only_requests_progress
+    return progress
 
 
 def _run_progress(callback: Callable[[t.Progress], None], params: dict[str, Any]) -> None:

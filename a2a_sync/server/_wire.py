@@ -13,6 +13,7 @@ from typing import Any, Final
 from urllib.parse import parse_qs
 
 from .._net.jsonrpc import Request, encode
+from .._net.unicode import describe_surrogate, find_surrogate, may_hold_surrogate
 from ..a2a.card_codec import dump_card
 from ..a2a.codec import Codec
 from ..a2a.methods import Operation
@@ -119,11 +120,14 @@ def decode(body: bytes) -> Request:
 
     Stricter than ``json.loads``: ``NaN``/``Infinity`` and duplicate member names are
     parse errors (RFC 8259 interoperability), as are invalid UTF-8 and nesting deep
-    enough to exhaust the parser.
+    enough to exhaust the parser. Strings that are not Unicode text (lone surrogates,
+    which ``json.loads`` lets through from ``"\\ud800"``) are refused here, before any
+    agent or store sees them: no part of such a request is run or stored.
 
     Raises:
         RPCError: -32700 for bad JSON; -32600 for a batch, a non-object, a notification
-            (A2A has none) or a malformed envelope (``request_id`` set when readable).
+            (A2A has none) or a malformed envelope (``request_id`` set when readable);
+            -32602 naming the field for a lone surrogate in ``params``.
     """
     try:
         obj = json.loads(body, parse_constant=_no_constant, object_pairs_hook=_unique_members)
@@ -136,6 +140,8 @@ def decode(body: bytes) -> Request:
     request_id = obj.get("id")
     if isinstance(request_id, (dict, list, float, bool)):
         raise InvalidRequest("Request id must be a string, integer or null")
+    if may_hold_surrogate(body):
+        _refuse_surrogates(obj, request_id)
     if obj.get("jsonrpc") != "2.0":
         raise _with_id(InvalidRequest('"jsonrpc" must be "2.0"'), request_id)
     method = obj.get("method")
@@ -157,6 +163,27 @@ def refuse_notification(request: Request) -> None:
     """
     if request.is_notification:
         raise InvalidRequest("A2A requests need an id (notifications are not supported)")
+
+
+def _refuse_surrogates(obj: dict[str, Any], request_id: Any) -> None:
+    """Raise for the first string in the request that is not Unicode text."""
+    if find_surrogate(request_id) is not None:
+        raise InvalidRequest("Request id is not valid Unicode text (lone surrogate)")
+    path = find_surrogate(obj.get("params"))
+    if path is not None:
+        raise _with_id(
+            InvalidParams(
+                f"Invalid params: {path} is not valid Unicode text (a lone surrogate such as"
+                " \\ud800); send UTF-8 text",
+                data={"errors": [describe_surrogate(path)]},
+            ),
+            request_id,
+        )
+    path = find_surrogate({k: v for k, v in obj.items() if k != "params"})
+    if path is not None:
+        raise _with_id(
+            InvalidRequest(f"{path} is not valid Unicode text (lone surrogate)"), request_id
+        )
 
 
 def _with_id(exc: RPCError, request_id: Any) -> RPCError:

@@ -83,6 +83,8 @@ class InMemoryTransport:
         ConfigurationError: ``server`` has no ``handle`` and is not callable.
     """
 
+    #: The wire, as every transport names it: here, a server object in this process.
+    kind = "in-memory"
     wants_context = False
 
     def __init__(self, server: JSONRPCServer | Handler, *, name: str | None = None) -> None:

@@ -65,6 +65,8 @@ class SDKServerTransport:
         ConfigurationError: ``server`` is neither.
     """
 
+    #: The wire, as every transport names it: here, a server object in this process.
+    kind = "in-memory"
     wants_context = False
 
     def __init__(self, server: Any) -> None:

@@ -15,6 +15,7 @@ class FakeTransport:
     """Records what the session sends; ``reply`` (if given) answers inline."""
 
     name = "fake"
+    kind = "fake"
     era_key = "fake"
 
     def __init__(

@@ -19,9 +19,17 @@ import attrs
 from ..._net.http import HTTPResult, HTTPTransport
 from ..._net.jsonrpc import A2A_ERRORS, IdCounter, decode_json, encode_request, result_from_response
 from ..._net.sse import SSEStream, StreamRequest
+from ..._net.unicode import find_surrogate
 from ...a2a.methods import IDEMPOTENT, Operation, Revision, wire_name
 from ...a2a.types import AgentCard
-from ...errors import HTTPStatusError, ProtocolError, RPCError, UnsupportedOperation, excerpt
+from ...errors import (
+    ConfigurationError,
+    HTTPStatusError,
+    ProtocolError,
+    RPCError,
+    UnsupportedOperation,
+    excerpt,
+)
 from ...policies import ReconnectPolicy, RetryPolicy, Timeout, parse_retry_after
 from ..auth import OriginBoundCredentials
 
@@ -109,7 +117,7 @@ class JSONRPCTransport:
         """
         method = self._method(operation)
         request_id = self.ids()
-        body = encode_request(method, self._params(params), request_id)
+        body = _request_body(method, self._params(params), request_id)
         retried_auth = False
         while True:
             result = self.http.request(
@@ -149,7 +157,7 @@ class JSONRPCTransport:
         """
         method = self._method(operation)
         request_id = self.ids()
-        body = encode_request(method, self._params(params), request_id)
+        body = _request_body(method, self._params(params), request_id)
         # Not marked idempotent even for SubscribeToTask: re-establishing a stream is the
         # resilient client's job (L2, with its own budget and waits), not the transport's.
         request = StreamRequest("POST", self.url, body=body, headers=self._headers(card))
@@ -221,6 +229,24 @@ class JSONRPCTransport:
             retry_after=parse_retry_after(result.headers.get("Retry-After")),
             content_type=content_type,
         )
+
+
+def _request_body(method: str, params: dict[str, Any], request_id: int) -> bytes:
+    """The request envelope, encoded strictly as UTF-8 once.
+
+    Raises:
+        ConfigurationError: A string in ``params`` is not Unicode text (a lone surrogate
+            such as ``"\\ud800"``); nothing was sent. An argument error, not an
+            :class:`RPCError`: no agent answered, and no other agent would accept it.
+    """
+    try:
+        return encode_request(method, params, request_id)
+    except UnicodeEncodeError as exc:
+        path = find_surrogate(params) or "$"
+        raise ConfigurationError(
+            f"{method}: {path} of the request is not valid Unicode text (a lone surrogate"
+            " such as \\ud800); pass text that encodes as UTF-8. Nothing was sent"
+        ) from exc
 
 
 def _raise_rpc_error_in(exc: HTTPStatusError, request_id: int) -> None:

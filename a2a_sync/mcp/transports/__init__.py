@@ -44,8 +44,15 @@ It raises :class:`~a2a_sync.errors.ServerProcessError` (stdio) when the peer had
 so ``MCPConnection.close()`` can report it.
 
 **Identity.** ``name`` describes the peer for messages and logs (no credentials);
-``era_key`` identifies the server for the per-process era cache (stdio: argv and cwd;
-HTTP: the endpoint URL without userinfo or query).
+``kind`` names the wire (``"stdio"``, ``"streamable-http"``, ``"http+sse"``, or a test
+transport's own word), the same attribute on every transport; ``era_key`` identifies the
+server for the per-process era cache (stdio: argv and cwd; HTTP: the endpoint URL without
+userinfo or query).
+
+**Server processes.** A transport that runs the server as a child process (stdio) also
+satisfies :class:`ProcessTransport`: era negotiation uses it to quote stdout noise in a
+handshake timeout, to collapse the error report an older server writes to stderr when
+it refuses the era probe, and to bound the shutdown of a child that failed to connect.
 
 An HTTP transport reconnects its streams internally. When its server session expires
 (404) it re-initializes a fresh session itself, once, by replaying the handshake it sent
@@ -58,11 +65,11 @@ stays usable (the next request tries again).
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ...errors import A2ASyncError
 
-__all__ = ["MessageSink", "Outgoing", "RequestId", "Transport"]
+__all__ = ["MessageSink", "Outgoing", "ProcessTransport", "RequestId", "Transport"]
 
 #: A JSON-RPC id as this package sends them (the session uses ints; peers may use strings).
 RequestId = int | str
@@ -116,6 +123,10 @@ class Transport(Protocol):
     wants_context: bool
 
     @property
+    def kind(self) -> str:
+        """The wire: ``"stdio"``, ``"streamable-http"``, ``"http+sse"``..."""
+
+    @property
     def era_key(self) -> Hashable:
         """Identifies the server for the era cache."""
 
@@ -144,3 +155,21 @@ class Transport(Protocol):
         Raises:
             ServerProcessError: The stdio server had failed (non-zero exit).
         """
+
+
+@runtime_checkable
+class ProcessTransport(Protocol):
+    """What a transport running the server as a child process adds (stdio)."""
+
+    @property
+    def stdout_noise(self) -> str | None:
+        """The first stdout line that was not a JSON-RPC message (escaped, shortened)."""
+
+    def hold_stderr(self) -> None:
+        """Hold the server's stderr lines until :meth:`release_stderr`."""
+
+    def release_stderr(self, collapse: str | None) -> None:
+        """Forward held lines (``None``), or summarise them as the answer to ``collapse``."""
+
+    def limit_shutdown(self, seconds: float) -> None:
+        """Bound the next ``close()`` to about ``seconds``."""

@@ -84,6 +84,8 @@ class LegacySSETransport:
     """
 
     wants_context = False
+    #: The wire, as on every transport (:attr:`Transport.kind`).
+    kind = "http+sse"
 
     def __init__(
         self,

@@ -5,11 +5,15 @@ Spawning: an argv list (never a shell), an environment built from an allow-list
 ``cwd``, and on POSIX its own session (process group) so the whole tree can be stopped.
 
 Threads (daemons, named): a **reader** that splits stdout on ``\\n`` only, decodes each
-line and hands it to the session (a line that is not JSON is logged and skipped; a line
-over ``max_line_bytes`` ends the connection with :class:`~a2a_sync.errors.ResponseTooLarge`);
-a **stderr drain** that forwards the server's stderr to logging, a file-like object or
-nowhere while keeping a tail for error messages (it never touches ``sys.stderr``'s file
-descriptor, so it works in Jupyter); and an **exit watcher** that reaps the child the
+line and hands it to the session (a line that is not JSON is skipped and logged, the
+first few one by one, then as a periodic count; the first is quoted if the handshake times
+out; a line over ``max_line_bytes`` ends the connection with
+:class:`~a2a_sync.errors.ResponseTooLarge`); a **stderr drain** that reassembles whole
+lines (incremental UTF-8 decoding, lines over 1 MiB cut with a marker) and forwards them to
+logging, a file-like object or nowhere while keeping a tail for error messages (it never
+touches ``sys.stderr``'s file descriptor, so it works in Jupyter; during the era probe it
+holds lines so an older server's complaint about the probe can be collapsed, see
+:mod:`._stdio_text`); and an **exit watcher** that reaps the child the
 moment it exits. Writes happen on the caller's thread under a lock, one JSON message per
 line, flushed.
 
@@ -28,16 +32,18 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import io
 import json
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import IO, Any, Final
+from typing import IO, Any, Final, cast
 
 from ..._net import jsonrpc as _jsonrpc
 from ...errors import (
@@ -49,6 +55,7 @@ from ...errors import (
     excerpt,
 )
 from . import MessageSink, Outgoing, RequestId
+from ._stdio_text import LineSplitter, NoiseLimiter, StderrRelay, tail_line
 
 __all__ = [
     "DEFAULT_INHERITED_ENV_VARS",
@@ -99,13 +106,17 @@ _WRITER_LOCK_TIMEOUT: Final = 0.5
 _EXIT_DRAIN_TIMEOUT: Final = 0.5
 #: How long ``close()`` waits for each pipe thread to finish.
 _THREAD_JOIN_TIMEOUT: Final = 2.0
+#: Shortest wait between SIGTERM and SIGKILL, even when a connect's budget is spent.
+_MIN_KILL_WAIT: Final = 0.2
+#: How long releasing held stderr lines waits for what is still in the pipe.
+_STDERR_SETTLE_TIMEOUT: Final = 0.5
 #: Polling step while waiting for a process group to empty.
 _GROUP_POLL_INTERVAL: Final = 0.01
 #: Longest JSON line accepted from the server (64 MiB: a big embedded resource fits;
 #: a server that never writes a newline cannot exhaust memory).
 DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
-#: Longest stderr line forwarded in one piece.
-_STDERR_LINE_BYTES: Final = 64 * 1024
+#: Bytes read from stderr at a time (lines are reassembled across reads).
+_STDERR_READ_BYTES: Final = 64 * 1024
 #: Lines of stderr kept for error messages.
 _STDERR_TAIL_LINES: Final = 20
 
@@ -145,6 +156,7 @@ class StdioTransport:
     """
 
     wants_context = False
+    kind = "stdio"
 
     def __init__(
         self,
@@ -182,6 +194,12 @@ class StdioTransport:
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
         self._threads: list[threading.Thread] = []
         self._stdin: IO[bytes] | None = None
+        self._noise = NoiseLimiter(logger, self.name)
+        self._relay = StderrRelay(
+            self._forward_stderr, stderr_logger, self.name, collapsible=stderr == _LOG
+        )
+        self._shutdown_limit: float | None = None
+        self._stderr_idle = threading.Event()
 
     @property
     def pid(self) -> int | None:
@@ -197,6 +215,45 @@ class StdioTransport:
     def stderr_tail(self) -> str:
         """The last lines the server wrote to stderr."""
         return "\n".join(self._stderr_tail)
+
+    @property
+    def stdout_noise(self) -> str | None:
+        """The first stdout line that was not a JSON-RPC message (escaped, shortened)."""
+        return self._noise.first
+
+    def hold_stderr(self) -> None:
+        """Hold stderr lines (while the era probe runs) until :meth:`release_stderr`."""
+        self._relay.hold()
+
+    def release_stderr(self, collapse: str | None) -> None:
+        """Forward the held stderr lines, or (``collapse``: what the server refused)
+        summarise them in one line and log them at DEBUG.
+
+        What the server wrote to stderr before its last answer may still be in the pipe:
+        it is read first (bounded by :data:`_STDERR_SETTLE_TIMEOUT`)."""
+        if collapse is not None:
+            deadline = time.monotonic() + _STDERR_SETTLE_TIMEOUT
+            while not self._stderr_settled() and time.monotonic() < deadline:
+                time.sleep(_GROUP_POLL_INTERVAL)
+        self._relay.release(collapse)
+
+    def _stderr_settled(self) -> bool:
+        """True when the drain thread waits for data and the pipe has none for it."""
+        proc = self._proc
+        if proc is None or proc.stderr is None or not self._stderr_idle.is_set():
+            return proc is None or proc.stderr is None
+        if os.name != "posix":
+            return True
+        try:
+            readable, _, _ = select.select([proc.stderr], [], [], 0)
+        except (OSError, ValueError):
+            return True  # closed
+        return not readable
+
+    def limit_shutdown(self, seconds: float) -> None:
+        """Bound the next :meth:`close` to about ``seconds`` (a failed connect's budget):
+        the grace periods shrink, SIGKILL comes sooner."""
+        self._shutdown_limit = max(seconds, 0.0)
 
     # --- Transport ----------------------------------------------------------------------------
 
@@ -297,10 +354,14 @@ class StdioTransport:
         finally:
             if acquired:
                 self._write_lock.release()
-        if not self._exited.wait(self._terminate_timeout):
+        grace, kill_wait = self._terminate_timeout, self._kill_timeout
+        if self._shutdown_limit is not None:
+            grace = min(grace, self._shutdown_limit / 2)
+            kill_wait = min(kill_wait, max(self._shutdown_limit / 2, _MIN_KILL_WAIT))
+        if not self._exited.wait(grace):
             logger.info("%s did not exit after stdin closed; sending SIGTERM", self.name)
             self._signal(proc, signal.SIGTERM)
-            if not self._exited.wait(self._kill_timeout):
+            if not self._exited.wait(kill_wait):
                 logger.warning("%s ignored SIGTERM; sending SIGKILL", self.name)
                 self._signal(proc, _KILL_SIGNAL)
                 if not self._exited.wait(_KILL_REAP_TIMEOUT):
@@ -376,16 +437,12 @@ class StdioTransport:
                     message = loads(line)
                 except ValueError:
                     if line.strip():
-                        logger.warning(
-                            "%s wrote a line that is not JSON: %s", self.name, excerpt(line)
-                        )
+                        self._noise.noise("a stdout line that is not JSON", excerpt(line))
                     continue
                 if type(message) is dict:
                     deliver(message)
                 else:
-                    logger.warning(
-                        "%s wrote JSON that is not an object: %s", self.name, excerpt(line)
-                    )
+                    self._noise.noise("JSON that is not an object", excerpt(line))
         except (OSError, ValueError) as exc:  # pipe closed under us by close()
             logger.debug("stdout of %s: %s", self.name, exc)
         except Exception:  # top of the reader thread: keep the session from hanging
@@ -426,29 +483,42 @@ class StdioTransport:
         proc = self._proc
         assert proc is not None
         assert proc.stderr is not None
-        target = self._stderr_target
-        readline = proc.stderr.readline
+        read = cast("io.BufferedReader", proc.stderr).read1
+        splitter = LineSplitter()
+        idle = self._stderr_idle
         try:
             while True:
-                chunk = readline(_STDERR_LINE_BYTES)
+                idle.set()
+                chunk = read(_STDERR_READ_BYTES)
+                idle.clear()
                 if not chunk:
-                    return
-                text = chunk.decode("utf-8", "replace").rstrip("\r\n")
-                self._stderr_tail.append(text)
-                if target == _LOG:
-                    stderr_logger.info("[%s] %s", proc.pid, text)
-                else:
-                    target.write(text + "\n")
+                    break
+                for text in splitter.feed(chunk):
+                    self._stderr_line(text)
+            for text in splitter.finish():
+                self._stderr_line(text)
+            idle.set()
         except (OSError, ValueError) as exc:
             logger.debug("stderr of %s: %s", self.name, exc)
         except Exception:  # top of the drain thread: never block the server on a full pipe
             logger.exception("forwarding stderr of %s failed; discarding the rest", self.name)
-            self._discard(readline)
+            self._discard(proc.stderr.readline)
+
+    def _stderr_line(self, text: str) -> None:
+        self._stderr_tail.append(tail_line(text))  # held lines too: error messages quote them
+        self._relay.line(text)
+
+    def _forward_stderr(self, text: str) -> None:
+        target = self._stderr_target
+        if target == _LOG:
+            stderr_logger.info("[%s] %s", self.pid, text)
+        else:
+            target.write(text + "\n")
 
     @staticmethod
     def _discard(readline: Any) -> None:
         try:
-            while readline(_STDERR_LINE_BYTES):
+            while readline(_STDERR_READ_BYTES):
                 pass
         except (OSError, ValueError):
             return

@@ -19,6 +19,7 @@ from ...a2a.accumulate import accumulate
 from ...a2a.codec import V1_0
 from ...a2a.types import StreamEvent, Task
 from ..events import LogEntry
+from ._encode import event_blob, task_blob
 from ._pg_claims import CLAIM_STATEMENTS
 from ._pg_db import Database, Param
 from ._pg_listen import event_payload, task_channel
@@ -142,8 +143,13 @@ class TaskRows:
         self._worker_id = worker_id
 
     def create(self, task: Task, principal: str, worker: str | None) -> bool:
-        """Insert a new task as event 1 (durably); False when the id exists."""
-        snapshot = encode(V1_0.dump_task(task))
+        """Insert a new task as event 1 (durably); False when the id exists.
+
+        Raises:
+            InternalError: The task holds text that is not Unicode (nothing was written),
+                or the database failed.
+        """
+        snapshot = task_blob(task)  # refuses bad text before anything is written
         return bool(
             self._db.execute_prepared(
                 _CREATE,
@@ -172,14 +178,20 @@ class TaskRows:
         snapshot: bool,
         only_if_worker: str | None = None,
     ) -> bool:
-        """Run one conditional append statement; True when it appended."""
+        """Run one conditional append statement; True when it appended.
+
+        Raises:
+            InternalError: The event holds text that is not Unicode (nothing was written),
+                or the database failed.
+        """
+        blob = event_blob(event)  # refuses bad text before anything is written
         params: list[Param] = [
             folded.status.state.value,
             micros_of(status_time(folded)),
             seq,
             worker,
             folded.id,
-            encode(V1_0.dump_stream_event(event)),
+            blob,
             task_channel(folded.id),
             event_payload(seq, self._worker_id, folded.id),
             None if worker is None else ASYNC_COMMIT,  # final events wait for durability

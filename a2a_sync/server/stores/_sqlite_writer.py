@@ -27,15 +27,27 @@ Apply = Callable[[sqlite3.Connection], None]
 
 
 class WriteOp:
-    """One unit of work (``committed`` runs on the writer thread after its commit)."""
+    """One unit of work. On the writer thread, ``committed`` runs after its commit, and
+    ``failed`` as soon as it failed (before any later op runs): how fire-and-forget ops
+    report.
 
-    __slots__ = ("apply", "committed", "done", "error")
+    Ops of many callers share a transaction, each in its own savepoint: an op that fails
+    fails only itself (:meth:`wait` raises for it), the others commit.
+    """
+
+    __slots__ = ("apply", "committed", "done", "error", "failed")
 
     def __init__(
-        self, apply: Apply, *, wait: bool, committed: Callable[[], None] | None = None
+        self,
+        apply: Apply,
+        *,
+        wait: bool,
+        committed: Callable[[], None] | None = None,
+        failed: Callable[[BaseException], None] | None = None,
     ) -> None:
         self.apply = apply
         self.committed = committed
+        self.failed = failed
         self.done = threading.Event() if wait else None
         self.error: BaseException | None = None
 
@@ -50,7 +62,14 @@ class WriteOp:
         if not self.done.wait(DURABLE_WRITE_TIMEOUT):
             raise InternalError("task store write timed out")
         if self.error is not None:
+            if isinstance(self.error, InternalError):
+                raise self.error
             raise InternalError("task store write failed") from self.error
+
+    @property
+    def timed_out(self) -> bool:
+        """True while a waited op has not finished (its outcome is unknown yet)."""
+        return self.done is not None and not self.done.is_set()
 
 
 class BatchWriter:
@@ -113,24 +132,51 @@ class BatchWriter:
                 return
 
     def _commit(self, batch: list[WriteOp]) -> None:
+        """Commit ``batch`` in one transaction, each op inside its own savepoint: an op that
+        fails is undone alone and fails alone; every other op commits. Only a failure of
+        the transaction itself (BEGIN, COMMIT, a lost savepoint after an I/O error that
+        rolled everything back) fails the whole batch."""
         db = self._db
         try:
             db.execute("BEGIN")
             for op in batch:
-                op.apply(db)
-            db.execute("COMMIT")
-        except Exception as exc:  # top of the writer thread: log, hand the error to waiters
-            logger.exception("task store: writing %d operations failed", len(batch))
-            try:
-                db.execute("ROLLBACK")
-            except sqlite3.Error:
-                logger.debug("rollback after a failed batch failed too", exc_info=True)
+                self._apply(op, savepoint=len(batch) > 1)  # a lone op: its transaction
+            if db.in_transaction:  # (a lone op that failed rolled it back already)
+                db.execute("COMMIT")
+        except sqlite3.Error as exc:  # the transaction failed: nothing of it is durable
+            logger.exception("task store: committing %d operations failed", len(batch))
+            if db.in_transaction:
+                try:
+                    db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    logger.debug("rollback after a failed batch failed too", exc_info=True)
             for op in batch:
-                op.error = exc
-        else:
-            for op in batch:
-                if op.committed is not None:
-                    op.committed()
+                self._fail(op, exc)
         for op in batch:
+            if op.error is None and op.committed is not None:
+                op.committed()
             if op.done is not None:
                 op.done.set()
+
+    def _apply(self, op: WriteOp, *, savepoint: bool) -> None:
+        """Run one op inside the open transaction; undo it alone if it fails."""
+        db = self._db
+        if savepoint:
+            db.execute("SAVEPOINT op")
+        try:
+            op.apply(db)
+        except Exception as exc:  # one caller's op: log, undo it alone, tell its waiter
+            logger.error("task store: one write failed: %r", exc, exc_info=exc)
+            if savepoint:
+                db.execute("ROLLBACK TO op")
+            elif db.in_transaction:  # (an I/O error may have rolled it back already)
+                db.execute("ROLLBACK")
+            self._fail(op, exc)
+        if savepoint:
+            db.execute("RELEASE op")
+
+    @staticmethod
+    def _fail(op: WriteOp, exc: BaseException) -> None:
+        op.error = exc
+        if op.failed is not None:
+            op.failed(exc)

@@ -354,7 +354,10 @@ class PostgresTaskStore(TaskStore):
         with self._lock:
             listeners = list(self._cancel_listeners)
         for listener in listeners:
-            listener(task_id)
+            try:
+                listener(task_id)
+            except Exception:  # one failing listener must not stop the others or the thread
+                logger.exception("cancel listener failed for task %s", task_id)
 
     # -- push configs (cached per process, invalidated everywhere by NOTIFY) ----------------
 

@@ -9,6 +9,11 @@ interrupted (input-required, auth-required) state. So a finished task survives a
 or a crash of the process; a crash may lose intermediate ``working`` updates and
 artifact chunks of tasks that were still running (their agents died with the process).
 
+Nobody is told a creation or a final state before it is committed: the cache takes it
+(and subscribers get it) only after the commit, and later appends to that task wait for
+it. A write that fails fails its own caller only (each write has its own savepoint in
+the shared transaction) and leaves the cache as the file is.
+
 The file uses WAL journaling with ``synchronous=NORMAL``: a commit survives a process
 crash; only an operating-system crash or power loss may roll back the last commits. On
 opening, tasks left ``submitted`` or ``working`` by a previous process are marked
@@ -43,7 +48,8 @@ from ...a2a.types import (
 )
 from ...errors import ConfigurationError, InternalError, TaskNotFound
 from ..events import DEFAULT_SUBSCRIBER_BUFFER, EventBroker, LogEntry, Subscription
-from ._sqlite_writer import BatchWriter, WriteOp
+from ._encode import event_blob
+from ._sqlite_writer import DURABLE_WRITE_TIMEOUT, BatchWriter, WriteOp
 from .base import (
     DEFAULT_PAGE_SIZE,
     PageToken,
@@ -115,7 +121,7 @@ _ORPHAN_MESSAGE: Final = "The server restarted while this task was running."
 class _Record:
     """A cached task: snapshot plus the log entries appended since it was loaded."""
 
-    __slots__ = ("base", "committed", "events", "principal", "task")
+    __slots__ = ("base", "broken", "committed", "events", "pending", "principal", "task")
 
     def __init__(self, task: Task, principal: str, base: int) -> None:
         self.task = task
@@ -123,6 +129,13 @@ class _Record:
         self.base = base  # entries up to this seq are in the file
         self.events: list[StreamEvent] = []  # seq base+1, base+2, ...
         self.committed = base  # highest seq known to be committed
+        # A creation or final event is being committed; it is not in task/events yet
+        # (nobody may see it before it is durable) and other appends wait for it.
+        self.pending = False
+        # An intermediate write failed: the file's log lacks an event the cache has, so
+        # later writes of the task fail (the writer checks, in order) and appends are
+        # refused; the task is settled by the next start's orphan check.
+        self.broken: BaseException | None = None
 
     @property
     def seq(self) -> int:
@@ -160,6 +173,7 @@ class SQLiteTaskStore(TaskStore):
         self.path = path
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)  # a record's pending write ended
         self._cache: collections.OrderedDict[str, _Record] = collections.OrderedDict()
         self._claims: collections.OrderedDict[tuple[str, str], str] = collections.OrderedDict()
         self._contexts: collections.OrderedDict[str, str] = collections.OrderedDict()
@@ -190,43 +204,43 @@ class SQLiteTaskStore(TaskStore):
     # -- tasks -----------------------------------------------------------------------------
 
     def create_task(self, task: Task, *, principal: str) -> StoredTask:
+        blob = event_blob(task)  # before anything changes: bad text fails this call only
         with self._lock:
             self._check_open()
             if task.id in self._cache or self._read_record(task.id) is not None:
                 raise ConfigurationError(f"task {task.id!r} exists already")
-            record = _Record(task, principal, 0)
-            record.events.append(task)
+            record = _Record(task, principal, 0)  # seq 0 while pending: invisible
+            record.pending = True
             self._cache[task.id] = record
-            op = self._enqueue_event(record, 1, task, wait=True)
-        op.wait()
-        self._broker.publish(task.id, 1, task)
+            op = self._enqueue_event(record, task, 1, blob, wait=True)
+        self._settle(record, op, task, 1)
         return StoredTask(task, 1, principal)
 
     def append_event(self, task_id: str, event: StreamEvent) -> StoredTask:
         durable = is_final(event)
+        blob = event_blob(event)  # before anything changes: bad text fails this call only
         with self._lock:
             self._check_open()
-            record = self._record(task_id)
-            if record is None:
-                raise TaskNotFound()
+            record = self._settled_record(task_id)
             check_open(record.task)
-            record.task = accumulate(record.task, event)
-            record.events.append(event)
-            seq = record.seq
-            stored = StoredTask(record.task, seq, record.principal)
-            op = self._enqueue_event(record, seq, event, wait=durable)
+            folded = accumulate(record.task, event)
+            seq = record.seq + 1
+            op = self._enqueue_event(record, folded, seq, blob, wait=durable)
             if not durable:
+                record.task = folded
+                record.events.append(event)
                 self._broker.publish(task_id, seq, event)
-        if durable:
-            op.wait()
-            with self._lock:  # publish in log order relative to later appends
-                self._broker.publish(task_id, seq, event)
-        return stored
+                return StoredTask(folded, seq, record.principal)
+            record.pending = True
+        self._settle(record, op, event, seq, folded)
+        return StoredTask(folded, seq, record.principal)
 
     def get_task(self, task_id: str, *, principal: str | None) -> StoredTask | None:
         with self._lock:
             record = self._record(task_id)
             if record is None or (principal is not None and record.principal != principal):
+                return None
+            if record.seq == 0:  # its creation is not durable yet
                 return None
             return StoredTask(record.task, record.seq, record.principal)
 
@@ -449,23 +463,80 @@ class SQLiteTaskStore(TaskStore):
             return
         for task_id in list(self._cache)[: excess * 2]:
             record = self._cache[task_id]
-            if record.committed == record.seq:  # nothing in flight: the file has it all
+            nothing_in_flight = record.committed == record.seq and not record.pending
+            if nothing_in_flight and record.broken is None:  # the file has it all
                 del self._cache[task_id]
                 excess -= 1
                 if not excess:
                     return
 
+    def _settled_record(self, task_id: str) -> _Record:
+        """The task's record once no creation or final write of it is in flight (lock held).
+
+        Raises:
+            TaskNotFound: No such task (or its creation failed).
+            InternalError: A write in flight did not end in time.
+        """
+        while True:
+            record = self._record(task_id)
+            if record is None:
+                raise TaskNotFound()
+            if record.broken is not None:
+                raise InternalError(
+                    f"task store: an earlier write of task {task_id!r} failed"
+                ) from record.broken
+            if not record.pending:
+                return record
+            if not self._settled.wait(DURABLE_WRITE_TIMEOUT):
+                raise InternalError(f"task store: a write of task {task_id!r} did not end")
+
+    def _settle(
+        self,
+        record: _Record,
+        op: WriteOp,
+        event: StreamEvent,
+        seq: int,
+        folded: Task | None = None,
+    ) -> None:
+        """Wait for a creation or final write; only once it is durable does the cache take
+        it and do subscribers see it. On failure the cache stays as the file is.
+
+        Raises:
+            InternalError: The write failed or timed out (the caller was told nothing).
+        """
+        try:
+            op.wait()
+        except InternalError:
+            with self._lock:
+                record.pending = False
+                # A failed creation never existed; a timed-out write may still land:
+                # forget the record so the next read takes the file's word.
+                if (seq == 1 or op.timed_out) and self._cache.get(record.task.id) is record:
+                    del self._cache[record.task.id]
+                self._settled.notify_all()
+            raise
+        with self._lock:
+            record.pending = False
+            if folded is not None:
+                record.task = folded
+            record.events.append(event)
+            self._settled.notify_all()
+            self._broker.publish(record.task.id, seq, event)  # in log order, under the lock
+
     def _enqueue_event(
-        self, record: _Record, seq: int, event: StreamEvent, *, wait: bool
+        self, record: _Record, task: Task, seq: int, blob: bytes, *, wait: bool
     ) -> WriteOp:
-        task = record.task
         task_id = task.id
         principal = record.principal
 
         def write(db: sqlite3.Connection) -> None:
+            if record.broken is not None:  # an earlier write of the task failed
+                raise InternalError(
+                    f"task store: an earlier write of task {task_id!r} failed"
+                ) from record.broken
             db.execute(
                 "INSERT INTO a2a_events (task_id, seq, event) VALUES (?, ?, ?)",
-                (task_id, seq, encode(V1_0.dump_stream_event(event))),
+                (task_id, seq, blob),
             )
             db.execute(
                 "INSERT INTO a2a_tasks"
@@ -491,7 +562,11 @@ class SQLiteTaskStore(TaskStore):
                 if len(self._cache) > self._cache_size:
                     self._evict()
 
-        return self._writer.put(WriteOp(write, wait=wait, committed=committed))
+        def failed(exc: BaseException) -> None:  # on the writer thread, before later ops
+            if not wait:  # nobody waits for it: later writes and appends of the task fail
+                record.broken = exc
+
+        return self._writer.put(WriteOp(write, wait=wait, committed=committed, failed=failed))
 
     def _submit(self, apply: Callable[[sqlite3.Connection], None], *, wait: bool) -> WriteOp:
         with self._lock:

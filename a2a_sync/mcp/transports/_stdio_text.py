@@ -1,0 +1,226 @@
+"""Text handling around a stdio server's pipes: stderr lines, stdout noise, probe bursts.
+
+* :class:`LineSplitter` turns raw pipe chunks into whole text lines with an incremental
+  UTF-8 decoder, so a line longer than one read (or a character split across two reads)
+  arrives as one line, intact; lines longer than a bound are cut (with a marker) at a
+  character boundary, never split into several lines.
+* :class:`NoiseLimiter` rate-limits the warning about stdout lines that are not JSON (a
+  server that logs to stdout writes hundreds a second): the first few are logged, then a
+  count at most every :data:`NOISE_SUMMARY_INTERVAL` seconds.
+* :class:`StderrRelay` forwards stderr lines to their target, and can *hold* them while
+  the era probe runs: servers on the older SDK generation answer the unknown
+  ``server/discover`` with a long error report on stderr (mcp 1.x: 94 lines of
+  validation errors); once the probe is judged, held lines that mention the probe are
+  collapsed into one summary line (the lines themselves go to DEBUG), anything else is
+  forwarded as usual.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Final
+
+__all__ = [
+    "MAX_STDERR_LINE_BYTES",
+    "NOISE_SUMMARY_INTERVAL",
+    "LineSplitter",
+    "NoiseLimiter",
+    "StderrRelay",
+]
+
+#: Longest stderr line forwarded (bytes); longer lines are cut with a marker.
+MAX_STDERR_LINE_BYTES: Final = 1024 * 1024
+#: Longest line kept in the stderr tail quoted by error messages (characters).
+TAIL_LINE_CHARS: Final = 2000
+#: stdout lines that are not JSON logged one by one before summarising.
+NOISE_FIRST_LINES: Final = 3
+#: Seconds between two summaries of suppressed stdout noise.
+NOISE_SUMMARY_INTERVAL: Final = 10.0
+#: Lines held while the era probe runs; beyond this holding stops (all are forwarded).
+HELD_LINES: Final = 500
+
+
+class LineSplitter:
+    """Splits a byte stream into text lines; not thread-safe (one reader thread).
+
+    Args:
+        max_line_bytes: A line longer than this is cut and marked ``… [N more bytes]``.
+    """
+
+    def __init__(self, max_line_bytes: int = MAX_STDERR_LINE_BYTES) -> None:
+        self._max = max_line_bytes
+        self._buffer = bytearray()
+        self._dropped = 0  # bytes of the current line beyond the bound
+
+    def feed(self, chunk: bytes) -> Iterator[str]:
+        """Take one chunk; yield the lines it completes."""
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                self._keep(chunk[start:])
+                return
+            self._keep(chunk[start:end])
+            yield self._take()
+            start = end + 1
+
+    def finish(self) -> Iterator[str]:
+        """End of stream: yield the last line if it had no newline."""
+        if self._buffer or self._dropped:
+            yield self._take()
+
+    def _keep(self, part: bytes) -> None:
+        room = self._max - len(self._buffer)
+        if len(part) <= room:
+            self._buffer += part
+        else:
+            self._buffer += part[: max(room, 0)]
+            self._dropped += len(part) - max(room, 0)
+
+    def _take(self) -> str:
+        # Not final: a character cut by the bound is left out, not replaced.
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        text = decoder.decode(bytes(self._buffer), final=self._dropped == 0)
+        cut = self._dropped + len(decoder.getstate()[0])
+        self._buffer.clear()
+        self._dropped = 0
+        text = text.rstrip("\r")
+        return f"{text} … [{cut} more bytes]" if cut else text
+
+
+def tail_line(line: str) -> str:
+    """``line`` shortened for the stderr tail of error messages."""
+    if len(line) <= TAIL_LINE_CHARS:
+        return line
+    return f"{line[:TAIL_LINE_CHARS]} … [{len(line) - TAIL_LINE_CHARS} more characters]"
+
+
+class NoiseLimiter:
+    """Logs stdout noise (lines that are not JSON-RPC) without flooding the log.
+
+    Thread-safe. The first line is also kept for error messages (:attr:`first`).
+    """
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        name: str,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        interval: float = NOISE_SUMMARY_INTERVAL,
+    ) -> None:
+        self._logger = logger
+        self._name = name
+        self._clock = clock
+        self._interval = interval
+        self._lock = threading.Lock()
+        self.first: str | None = None
+        self.count = 0
+        self._suppressed = 0
+        self._last_summary = 0.0
+
+    def noise(self, what: str, line: str) -> None:
+        """Record one bad line (``what``: how it is bad); log it or count it."""
+        with self._lock:
+            self.count += 1
+            if self.first is None:
+                self.first = line
+            if self.count <= NOISE_FIRST_LINES:
+                self._last_summary = self._clock()
+                suppressed = 0
+            else:
+                self._suppressed += 1
+                now = self._clock()
+                if now - self._last_summary < self._interval:
+                    return
+                suppressed, self._suppressed, self._last_summary = self._suppressed, 0, now
+        if suppressed:
+            self._logger.warning(
+                "%s wrote %d more stdout lines that are not JSON-RPC (latest: %s); MCP stdio "
+                "servers must log to stderr",
+                self._name,
+                suppressed,
+                line,
+            )
+        else:
+            self._logger.warning(
+                "%s wrote %s: %s (MCP stdio servers must log to stderr%s)",
+                self._name,
+                what,
+                line,
+                "; further lines are counted" if self.count == NOISE_FIRST_LINES else "",
+            )
+
+
+class StderrRelay:
+    """Forwards a server's stderr lines, optionally holding them during the era probe.
+
+    Thread-safe: the stderr thread calls :meth:`line`, negotiation calls :meth:`hold`
+    and :meth:`release`.
+
+    Args:
+        forward: Sends one line to the configured target (logger, file, or nowhere).
+        logger: Where a collapsed burst is summarised (INFO) and its lines logged (DEBUG).
+        name: The server, for messages.
+        collapsible: Whether bursts may be collapsed (not when stderr goes to a file).
+    """
+
+    def __init__(
+        self,
+        forward: Callable[[str], None],
+        logger: logging.Logger,
+        name: str,
+        *,
+        collapsible: bool = True,
+    ) -> None:
+        self._forward = forward
+        self._collapsible = collapsible
+        self._logger = logger
+        self._name = name
+        self._lock = threading.Lock()
+        self._held: list[str] | None = None
+
+    def line(self, text: str) -> None:
+        """One stderr line from the server."""
+        with self._lock:  # held in forwarding too: lines keep their order
+            held = self._held
+            if held is not None and len(held) < HELD_LINES:
+                held.append(text)
+                return
+            self._held = None  # more than a probe's complaint: stop holding
+            for early in held or ():
+                self._forward(early)
+            self._forward(text)
+
+    def hold(self) -> None:
+        """Hold lines from now on (until :meth:`release`)."""
+        with self._lock:
+            if self._held is None:
+                self._held = []
+
+    def release(self, collapse: str | None) -> None:
+        """Stop holding. With ``collapse`` (a method the server refused), held lines that
+        mention it are the server's complaint about it: they are logged at DEBUG and
+        summarised in one INFO line. Otherwise (or when the lines go to a file the user
+        gave, which gets everything) they are forwarded as usual."""
+        with self._lock:
+            held, self._held = self._held, None
+            if not held:
+                return
+            if collapse is None or not self._collapsible or not any(collapse in x for x in held):
+                for text in held:
+                    self._forward(text)
+                return
+        for text in held:
+            self._logger.debug("[%s] %s", self._name, text)
+        self._logger.info(
+            "%s wrote %d stderr lines about %s, which it does not know (a server on an older "
+            "SDK refusing the era probe; lines logged at DEBUG)",
+            self._name,
+            len(held),
+            collapse,
+        )
