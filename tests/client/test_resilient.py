@@ -66,7 +66,7 @@ from a2a_sync._net.http import HTTPTransport
 from a2a_sync._net.jsonrpc import encode
 from a2a_sync.a2a.codec import codec_for
 from a2a_sync.client import A2AClient, BearerToken, ResilientA2AClient
-from a2a_sync.client.resilient.client import diff_events
+from a2a_sync.client.resilient._progress import diff_events
 from a2a_sync.errors import (
     AllAgentsFailed,
     AuthRequired,

@@ -2,11 +2,14 @@
 
 A dropped stream is resumed by resubscribing to its task (``SubscribeToTask`` /
 ``tasks/resubscribe``), never by posting the message again. What the consumer has seen is
-kept as a task snapshot (``delivered``); whatever the agent sends after a reconnect — the
-subscription's first event, a backfill of its event log, a polled ``GetTask`` — is turned
-into the events that move ``delivered`` forward (:mod:`a2a_sync.client.resilient._progress`), so no
-event is seen twice and chunked artifacts reassemble to what ``GetTask`` returns; a
-resubscribed stream's result is confirmed with one ``GetTask`` when it ends.
+kept as a task snapshot (:mod:`a2a_sync.client.resilient._delivery`); whatever the agent
+sends after a reconnect — the subscription's first event, a backfill of its event log, a
+polled ``GetTask`` — delivers only what moves that snapshot forward, so no event is seen
+twice and chunked artifacts reassemble to what ``GetTask`` returns; a resubscribed
+stream's result is confirmed with one ``GetTask`` when it ends.
+
+The stream works on the client's :class:`~a2a_sync.client.resilient.agents.AgentSet` (the
+agents, who owns which task, the attempts and waits), never on the client itself.
 """
 
 from __future__ import annotations
@@ -16,20 +19,12 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..._redact import redact_url
-from ...a2a.accumulate import accumulate
-from ...a2a.types import (
-    Message,
-    StreamEvent,
-    Task,
-    TaskArtifactUpdateEvent,
-)
+from ...a2a.types import Message, StreamEvent, Task
 from ...errors import (
     A2ASyncError,
-    AllAgentsFailed,
-    Cancelled,
     HTTPStatusError,
     MethodNotFound,
     OutcomeUnknown,
@@ -39,21 +34,18 @@ from ...errors import (
     TransportError,
     UnsupportedOperation,
 )
+from ...policies import ResilienceConfig
 from ..client import A2AClient
 from ..stream import TaskStream
-from ._outcomes import Recovery, explain_rpc_error
-from ._progress import ReplayFilter, diff_events, lagging_append, resumable, same_progress, settled
+from ._delivery import Delivery, Unfoldable
+from ._outcomes import resend_delay
+from ._progress import resumable, settled
+from ._recovery import Recovery, TaskPoll, explain_rpc_error
+from .agents import AgentSet
 
-if TYPE_CHECKING:
-    from .client import ResilientA2AClient
-
-__all__ = ["ResilientTaskStream", "diff_events"]
+__all__ = ["ResilientTaskStream"]
 
 logger = logging.getLogger(__name__)
-
-
-class _Unfoldable(Exception):
-    """A resubscribed stream's event does not fold into the task (recovery then polls)."""
 
 
 class _Reply(Exception):
@@ -77,11 +69,21 @@ class ResilientTaskStream:
         reconnects: Resubscribes attempted after the stream dropped.
         polled: True if the stream fell through to polling ``GetTask`` (L3), or the agent
             cannot stream at all.
+
+    Args:
+        agent_set: The client's agents (attempts, task ownership, waits).
+        config: Budgets and delays of the layers.
+        agents: The agents to try, in order (the task's owner when it is known).
+        message: The message to send, or ``None`` to subscribe to ``task_id``.
+        resend: Resend the message after an ambiguous failure (same ``message_id``).
+        send_kwargs: Further keyword arguments of ``stream_message``/``send_message``.
+        task_id: The task to subscribe to (when ``message`` is ``None``).
     """
 
     def __init__(
         self,
-        client: ResilientA2AClient,
+        agent_set: AgentSet,
+        config: ResilienceConfig,
         agents: Sequence[A2AClient],
         *,
         message: Message | None,
@@ -89,8 +91,8 @@ class ResilientTaskStream:
         send_kwargs: dict[str, Any],
         task_id: str | None,
     ) -> None:
-        self._client = client
-        self._config = client.config
+        self._agent_set = agent_set
+        self._config = config
         self._agents = agents
         self._message = message
         self._resend = resend
@@ -100,9 +102,7 @@ class ResilientTaskStream:
         #: The stream being read; ``_raw`` while it is the first one (events pass as sent).
         self._stream: TaskStream | None = None
         self._raw = False
-        self._delivered: Task | None = None  # the task as the consumer has seen it
-        self._replay: ReplayFilter | None = None  # of the current resubscription
-        self._view: Task | None = None  # the task as the current resubscription has it
+        self._delivery = Delivery()  # the task as the consumer has seen it
         self._pending: collections.deque[StreamEvent] = collections.deque()
         self._reply: Message | None = None
         self._finished = False
@@ -110,7 +110,6 @@ class ResilientTaskStream:
         self._sends = 1  # attempts at sending the message
         self._failures = 0  # consecutive resubscribes without progress
         self._recovery = Recovery()  # what recovery tried, for the final error
-        self._notes: list[str] = []  # deviations tolerated while folding resubscriptions
         self.reconnects = 0
         self.polled = False
         if message is not None:
@@ -131,7 +130,7 @@ class ResilientTaskStream:
         """The task as delivered so far (``None`` before the first event)."""
         if self._raw and self._stream is not None:
             return self._stream.task
-        return self._delivered
+        return self._delivery.delivered
 
     @property
     def message(self) -> Message | None:
@@ -192,7 +191,7 @@ class ResilientTaskStream:
             card = agent.card
             if card is not None and not card.capabilities.streaming:
                 # CR-07: the agent cannot stream; send and poll instead.
-                result = self._client._send_on(
+                result = self._agent_set.send_on(
                     agent,
                     message,
                     resend=self._resend,
@@ -205,7 +204,7 @@ class ResilientTaskStream:
             return self._stream_on(agent, message)
 
         try:
-            opened, self._agent = self._client._run(
+            opened, self._agent = self._agent_set.run(
                 open_on, self._agents, send=True, message=message, resend=self._resend
             )
         except _Reply as reply:
@@ -235,7 +234,7 @@ class ResilientTaskStream:
 
     def _resend_delay(self, exc: A2ASyncError) -> float | None:
         """The wait before sending the message again, or ``None`` if it must not be."""
-        delay = self._client._resend_delay(exc, resend=self._resend, sends=self._sends)
+        delay = resend_delay(self._config, exc, resend=self._resend, sends=self._sends)
         if delay is not None:
             self._sends += 1
         return delay
@@ -245,7 +244,7 @@ class ResilientTaskStream:
         assert self._task_id is not None
         task_id = self._task_id
         try:
-            stream, self._agent = self._client._on_task_with_agent(
+            stream, self._agent = self._agent_set.on_task(
                 task_id, lambda agent: agent.subscribe(task_id)
             )
             self._pending.extend(self._first_event(stream))
@@ -253,12 +252,12 @@ class ResilientTaskStream:
             if isinstance(exc, ProtocolError):
                 logger.info("subscription to %s unusable (%s); polling", task_id, exc)
                 self._recovery.last_error = exc
-            self._agent = self._agent or self._client._owner_of(task_id)
+            self._agent = self._agent or self._agent_set.owner_of(task_id)
             self._finish_or_poll()
         except A2ASyncError as exc:
             if not resumable(exc):
                 raise
-            self._agent = self._agent or self._client._owner_of(task_id)
+            self._agent = self._agent or self._agent_set.owner_of(task_id)
             self._reestablish(exc)
 
     # -- iteration ------------------------------------------------------------------------
@@ -276,7 +275,7 @@ class ResilientTaskStream:
                 return
             try:
                 yield from self._read(stream)
-            except _Unfoldable as exc:
+            except Unfoldable as exc:
                 # A local assembly problem never ends recovery: the agent's task is polled.
                 stream.close()
                 self._stream = None
@@ -293,7 +292,7 @@ class ResilientTaskStream:
                     self._reply = stream.message
                 if self._raw and stream.needs_confirmation:
                     # The stream's fold tolerated a deviation: confirm it with GetTask.
-                    self._raw, self._delivered = False, stream.task
+                    self._raw, self._delivery.delivered = False, stream.task
                 if not self._raw:
                     with self._explained():
                         self._reconcile()
@@ -315,32 +314,14 @@ class ResilientTaskStream:
             for event in stream:
                 if self._task_id is None and stream.task_id is not None:
                     self._task_id = stream.task_id
-                    self._client._remember_owner(stream.task_id, self._agent)
+                    self._agent_set.remember(stream.task_id, self._agent)
                 yield event
             return
-        # A resubscription: its updates (minus repeats of its snapshot) are folded into
-        # the agent's view; the consumer gets what moves the delivered task forward.
-        replay, view = self._replay, self._view
-        assert replay is not None
+        # A resubscription: the consumer gets what moves the delivered task forward.
         for event in stream:
-            for update in replay.feed(event):
-                lagging = lagging_append(view, self._delivered, update)
-                if lagging is not None:
-                    raise _Unfoldable(
-                        "the subscription's snapshot lags its stream (an append to "
-                        f"artifact {lagging!r}, which the snapshot lacks)"
-                    )
-                try:
-                    previous, view = view, accumulate(view, update, notes=self._notes)
-                except ProtocolError as exc:
-                    raise _Unfoldable(f"the resubscribed stream does not fold: {exc}") from exc
-                if previous is self._delivered and not isinstance(update, Task):
-                    self._delivered = view  # in step with the agent: the update is new
-                    self._failures = 0
-                    yield update
-                else:
-                    yield from self._advance(view)
-            self._view = view
+            for update in self._delivery.fold(event):
+                self._failures = 0  # progress: the reconnect budget starts again
+                yield update
 
     def _reconcile(self) -> None:
         """After a resubscribed stream ended: one GetTask, so the final task is the agent's.
@@ -364,7 +345,7 @@ class ResilientTaskStream:
     def _after_drop(self, stream: TaskStream, exc: A2ASyncError) -> None:
         if self._raw:
             self._raw = False
-            self._delivered = stream.task
+            self._delivery.delivered = stream.task
             if self._task_id is None:
                 self._task_id = stream.task_id
         self._stream = None
@@ -458,8 +439,7 @@ class ResilientTaskStream:
             self._finished = True
         else:
             self._stream = stream
-            self._replay = ReplayFilter(first)
-            self._view = first
+            self._delivery.subscribed(first)
             if self._closed.is_set():  # closed while this stream was opening
                 stream.close()
         return events
@@ -481,76 +461,36 @@ class ResilientTaskStream:
         return True  # either way no resubscribe helps; polling follows if not finished
 
     def _advance(self, view: Task, *, authoritative: bool = False) -> list[StreamEvent]:
-        """Deliver what ``view`` (the agent's task) adds to what the consumer has seen.
-
-        ``authoritative``: ``view`` is the settled task as stored, so where the delivered
-        task is ahead of it (a repeat slipped through), the agent's artifacts replace it.
-        """
-        events = diff_events(self._delivered, view)
+        """Deliver what ``view`` (the agent's task) adds (see :meth:`Delivery.advance`)."""
+        events = self._delivery.advance(view, authoritative=authoritative)
         if events:
             self._failures = 0  # progress: the reconnect budget starts again
-            delivered = self._delivered
-            for event in events:
-                delivered = accumulate(delivered, event)
-            self._delivered = delivered
-        delivered = self._delivered
-        if delivered is not None and authoritative and not same_progress(delivered, view):
-            events.extend(
-                TaskArtifactUpdateEvent(
-                    task_id=view.id,
-                    context_id=view.context_id or "",
-                    artifact=artifact,
-                    last_chunk=settled(view),
-                )
-                for artifact in view.artifacts
-                if artifact not in delivered.artifacts
-            )
-            logger.info("task %s: the stream's artifacts were corrected from GetTask", view.id)
-            delivered = view
-        if delivered is None or same_progress(delivered, view):
-            delivered = view  # in step: adopt the agent's task (history included)
-        self._delivered = delivered
         return events
 
     # -- L3: poll ------------------------------------------------------------------------------
 
     def _poll(self) -> Iterator[StreamEvent]:
         """Poll ``GetTask`` until the task settles, delivering each change."""
-        assert self._task_id is not None
+        task_id, timeout = self._task_id, self._config.task_timeout
+        assert task_id is not None
         self.polled = True
-        config = self._config
-        clock = self._client._clock
-        deadline = clock() + config.task_timeout
-        polls = 0
         recovery = self._recovery
         recovery.resubscribes = self.reconnects
-        while not self._closed.is_set():
-            recovery.polls += 1
-            try:
-                task = self._client.get_task(self._task_id)
-            except (TransportError, HTTPStatusError, AllAgentsFailed) as exc:
-                if isinstance(exc, Cancelled):
-                    raise
-                recovery.last_error = exc
-                logger.debug("poll of %s failed: %s", self._task_id, exc)
-            else:
-                recovery.answered += 1
-                yield from self._advance(task)
-                if settled(task):
-                    return
-            polls += 1
-            remaining = deadline - clock()
-            if remaining <= 0:
-                agents = [redact_url(agent.url) for agent in self._agents]
-                raise TaskWaitTimeout(
-                    f"{recovery.timeout_headline(self._task_id, config.task_timeout)}; "
-                    f"{recovery.summary(self._task_id, agents)}. "
-                    f"wait_for_task({self._task_id!r}) can resume the wait",
-                    task_id=self._task_id,
-                    timeout=config.task_timeout,
-                    task=self._delivered,
-                ) from recovery.last_error
-            self._wait(min(config.poll.interval(polls), remaining))
+        poll = TaskPoll(
+            self._agent_set, task_id, timeout=timeout, recovery=recovery, stop=self._closed
+        )
+        for task in poll:
+            yield from self._advance(task)
+        if poll.timed_out:
+            agents = [redact_url(agent.url) for agent in self._agents]
+            raise TaskWaitTimeout(
+                f"{recovery.timeout_headline(task_id, timeout)}; "
+                f"{recovery.summary(task_id, agents)}. "
+                f"wait_for_task({task_id!r}) can resume the wait",
+                task_id=task_id,
+                timeout=timeout,
+                task=self._delivery.delivered,
+            ) from recovery.last_error
 
     def _wait(self, delay: float) -> None:
-        self._client._wait(delay, self._closed)
+        self._agent_set.wait(delay, self._closed)
