@@ -48,6 +48,7 @@ from typing import Any
 
 from a2a_sync._net.http import HTTPTransport
 from a2a_sync.client import A2AClient, ResilientA2AClient, TaskStream
+from a2a_sync.client._message import as_message
 from a2a_sync.policies import ResilienceConfig
 from a2a_sync.types import (
     Artifact,
@@ -170,6 +171,7 @@ class _CannedStream:
         self.task_id: str | None = "t"
         self.task: Task | None = None
         self.message: Message | None = None
+        self.needs_confirmation = False  # the canned events fold without deviations
 
     def __iter__(self) -> _CannedStream:
         return self
@@ -188,11 +190,11 @@ class _StubAgent(A2AClient):
     canned_reply = Message.agent(REPLY_TEXT, message_id="r")
 
     def send_message(self, message: Any, **kwargs: Any) -> SendResult:
-        self._message(message, task_id=kwargs.get("task_id"), context_id=kwargs.get("context_id"))
+        as_message(message, task_id=kwargs.get("task_id"), context_id=kwargs.get("context_id"))
         return self.canned_reply
 
     def stream_message(self, message: Any, **kwargs: Any) -> TaskStream:
-        self._message(message, task_id=kwargs.get("task_id"), context_id=kwargs.get("context_id"))
+        as_message(message, task_id=kwargs.get("task_id"), context_id=kwargs.get("context_id"))
         return _CannedStream(self.events)  # type: ignore[return-value]
 
 

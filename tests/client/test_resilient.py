@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import collections
 import json
+import logging
 import socket
 import threading
 import time
@@ -66,7 +67,7 @@ from a2a_sync._net.http import HTTPTransport
 from a2a_sync._net.jsonrpc import encode
 from a2a_sync.a2a.codec import codec_for
 from a2a_sync.client import A2AClient, BearerToken, ResilientA2AClient
-from a2a_sync.client.resilient.client import diff_events
+from a2a_sync.client.resilient._progress import diff_events
 from a2a_sync.errors import (
     AllAgentsFailed,
     AuthRequired,
@@ -141,6 +142,33 @@ class Sleeps:
             self.delays.append(seconds)
         if self._clock is not None:
             self._clock.advance(seconds)
+
+
+class LogEvent(logging.Handler):
+    """Sets an event when ``logger`` emits a record containing ``text``: event ordering
+    for a thread whose next step is a wait that only its log announces."""
+
+    def __init__(self, logger: logging.Logger, text: str) -> None:
+        super().__init__(logging.DEBUG)
+        self._logger, self._text = logger, text
+        self._seen = threading.Event()
+        self._level = logger.level
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._text in record.getMessage():
+            self._seen.set()
+
+    def wait(self, timeout: float) -> bool:
+        return self._seen.wait(timeout)
+
+    def __enter__(self) -> LogEvent:
+        self._logger.addHandler(self)
+        self._logger.setLevel(logging.DEBUG)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._logger.removeHandler(self)
+        self._logger.setLevel(self._level)
 
 
 class FakeClock:
@@ -1247,11 +1275,14 @@ def test_stream_close_from_another_thread_ends_a_reconnect_wait(
         list(stream)
         ended.set()
 
-    consumer = threading.Thread(target=consume, name="a2a-sync-test-consumer", daemon=True)
-    consumer.start()
-    assert not ended.wait(0.2)  # waiting to resubscribe
+    with LogEvent(logging.getLogger("a2a_sync.client.resilient"), "resubscribing") as dropped:
+        consumer = threading.Thread(target=consume, name="a2a-sync-test-consumer", daemon=True)
+        consumer.start()
+        # The stream logs the drop right before it waits the 30 s to resubscribe.
+        assert dropped.wait(WAIT)
+    assert not ended.is_set()
     stream.close()
-    assert ended.wait(WAIT)
+    assert ended.wait(WAIT)  # well before the 30 s reconnect delay
     consumer.join(WAIT)
     assert agent.calls("SubscribeToTask") == []
 
@@ -1365,10 +1396,17 @@ def test_status_with_an_older_timestamp_is_not_delivered_again() -> None:
 
 
 class RealSleeps(Sleeps):
-    """Records each delay and really waits it (the jitter has to spread real attempts)."""
+    """Records each delay (and the thread that waited) and really waits it: the jitter
+    has to spread real attempts. A wait that paces the client, not a synchronisation."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits_by_thread: collections.Counter[str] = collections.Counter()
 
     def __call__(self, seconds: float) -> None:
         super().__call__(seconds)
+        with self._lock:
+            self.waits_by_thread[threading.current_thread().name] += 1
         time.sleep(seconds)
 
 
@@ -1398,6 +1436,7 @@ def test_twenty_threads_ride_out_an_outage_with_bounded_spread_attempts(
 
     server = scripted_server(handler)
     transport_sleeps = RealSleeps()
+    poll_sleeps = RealSleeps()  # the client's waits between polls, one per poll but the last
     config = ResilienceConfig(
         max_transport_retries=2,
         retry_base_delay=0.02,
@@ -1411,6 +1450,7 @@ def test_twenty_threads_ride_out_an_outage_with_bounded_spread_attempts(
             server.url + "/", transport=HTTPTransport(timeout=CALL_TIMEOUT, sleep=transport_sleeps)
         ),
         config,
+        sleep=poll_sleeps,
     )
     outage = 2 * (1 + config.max_transport_retries)
     results: dict[str, Task] = {}
@@ -1424,7 +1464,6 @@ def test_twenty_threads_ride_out_an_outage_with_bounded_spread_attempts(
         except Exception as exc:
             errors.append(exc)
 
-    began = time.monotonic()
     workers = [
         threading.Thread(target=work, args=(i,), name=f"a2a-sync-test-w{i}", daemon=True)
         for i in range(threads)
@@ -1433,16 +1472,17 @@ def test_twenty_threads_ride_out_an_outage_with_bounded_spread_attempts(
         worker.start()
     for worker in workers:
         worker.join(2 * WAIT)
-    elapsed = time.monotonic() - began
 
     assert errors == []
     assert sorted(results) == sorted(f"t{i}" for i in range(threads))  # all recovered
     assert all(task.state is TaskState.completed for task in results.values())
-    per_thread = collections.Counter(r.json()["params"]["id"] for r in server.requests)
-    # Each poll makes at most 1 + max_transport_retries attempts, and polls are at least
-    # poll.initial_interval apart: no thread can exceed this, however the outage went.
-    bound = (1 + config.max_transport_retries) * (1 + elapsed / config.poll.initial_interval)
-    assert max(per_thread.values()) <= bound
+    per_task = collections.Counter(r.json()["params"]["id"] for r in server.requests)
+    # Each poll makes at most 1 + max_transport_retries attempts, and the client waits
+    # between two polls: no thread can exceed this, however the outage went.
+    for i in range(threads):
+        polls = 1 + poll_sleeps.waits_by_thread[f"a2a-sync-test-w{i}"]
+        assert per_task[f"t{i}"] <= (1 + config.max_transport_retries) * polls
+        assert per_task[f"t{i}"] >= outage  # the outage lasted: retries and polls happened
     # Jitter spread the retries: the first-retry delays differ between threads.
     first_retries = [d for d in transport_sleeps.delays if d <= config.retry_base_delay]
     assert len(set(first_retries)) > threads // 2

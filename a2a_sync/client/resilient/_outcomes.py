@@ -1,17 +1,14 @@
 """What an attempt's result means to :class:`~a2a_sync.client.ResilientA2AClient`.
 
 Pure decisions, no I/O: whether a failed request may have reached the agent (then a
-message is not resent unless the caller opted in), whether another agent may be tried
-(L4), and what a settled task means for the caller — the completed task, or the typed
-error of its state (L3).
+message is not resent unless the caller opted in), how long to wait before sending a
+message again (L1), whether another agent may be tried (L4), and what a settled task
+means for the caller — the completed task, or the typed error of its state (L3).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Final
-
-import attrs
 
 from ...a2a.types import Task, TaskState
 from ...errors import (
@@ -38,14 +35,13 @@ from ...errors import (
     TaskRejected,
     TransportError,
 )
-from ._progress import NOT_PROCESSED_STATUSES
+from ...policies import ResilienceConfig
+from ._progress import NOT_PROCESSED_STATUSES, resumable
 
 __all__ = [
     "NO_FALLBACK",
-    "Recovery",
-    "describe",
-    "explain_rpc_error",
     "outcome_unknown",
+    "resend_delay",
     "should_fall_back",
     "task_outcome",
 ]
@@ -73,6 +69,28 @@ def outcome_unknown(exc: BaseException) -> bool:
     if isinstance(exc, HTTPStatusError):
         return exc.status_code >= 500 and exc.status_code not in NOT_PROCESSED_STATUSES
     return False
+
+
+def resend_delay(
+    config: ResilienceConfig, exc: A2ASyncError, *, resend: bool, sends: int
+) -> float | None:
+    """L1 for messages: the wait before sending a message again after ``sends``
+    attempts failed with ``exc``, or ``None`` when it must not be sent again.
+
+    "Not processed" answers (429, 503) allow it always; failures after which the
+    agent may have acted only with ``resend`` (the caller opted in). The budget is
+    ``max_transport_retries``; a ``Retry-After`` beyond ``retry_after_max`` ends it.
+    """
+    if sends > config.max_transport_retries:
+        return None
+    retry_after = exc.retry_after if isinstance(exc, HTTPStatusError) else None
+    if isinstance(exc, HTTPStatusError) and exc.status_code in NOT_PROCESSED_STATUSES:
+        pass
+    elif not (resend and resumable(exc)):
+        return None
+    if retry_after is not None and retry_after > config.retry_after_max:
+        return None
+    return config.retry_policy().delay(sends, retry_after or None)
 
 
 def should_fall_back(exc: BaseException, *, send: bool, resend: bool, task_bound: bool) -> bool:
@@ -115,50 +133,3 @@ def task_outcome(task: Task) -> Task:
     raise error(
         f"task {task.id} {state.value}" + (f": {why}" if why else ""), task_id=task.id, task=task
     )
-
-
-def describe(exc: BaseException) -> str:
-    """``Type: message`` of an underlying error, for the message of the error it causes."""
-    return f"{type(exc).__name__}: {exc}"
-
-
-@attrs.define
-class Recovery:
-    """What a resilient stream tried after its stream dropped, for its final error."""
-
-    drop: BaseException | None = None  # the failure that dropped the stream
-    resubscribes: int = 0
-    polls: int = 0
-    answered: int = 0  # polls the agent answered
-    last_error: BaseException | None = None
-
-    def dropped(self, exc: BaseException) -> None:
-        self.drop = self.last_error = exc
-
-    def timeout_headline(self, task_id: str | None, timeout: float) -> str:
-        if self.polls and not self.answered and self.last_error is not None:
-            return f"task {task_id} could not be read within {timeout} s: no poll reached the agent"
-        return f"task {task_id} did not settle within {timeout} s of polling"
-
-    def summary(self, task_id: str | None, agents: Sequence[str]) -> str:
-        """What was tried, e.g. "after the stream dropped (...), tried 3 resubscribe(s)
-        and 5 poll(s) of task t on http://a, last error: ConnectError: ..."."""
-        parts = []
-        if self.drop is not None:
-            parts.append(f"after the stream dropped ({describe(self.drop)})")
-        tried = [f"{self.polls} poll(s)"]
-        if self.resubscribes or self.drop is not None:
-            tried.insert(0, f"{self.resubscribes} resubscribe(s)")
-        text = f"tried {' and '.join(tried)} of task {task_id}"
-        if agents:
-            text += " on " + ", ".join(agents)
-        parts.append(text)
-        if self.last_error is not None and self.last_error is not self.drop:
-            parts.append(f"last error: {describe(self.last_error)}")
-        return ", ".join(parts)
-
-
-def explain_rpc_error(exc: RPCError, context: str) -> A2ASyncError:
-    """The same refusal (same class, code and data) with ``context`` in its message;
-    the caller chains it to ``exc``."""
-    return type(exc)(f"{exc.message} ({context})", code=exc.code, data=exc.data)

@@ -27,12 +27,9 @@
 
 from __future__ import annotations
 
-import collections
-import logging
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 from ..._redact import redact_url
 from ...a2a.types import (
@@ -43,32 +40,20 @@ from ...a2a.types import (
     SendResult,
     Task,
 )
-from ...errors import (
-    A2ASyncError,
-    AllAgentsFailed,
-    Cancelled,
-    ConfigurationError,
-    HTTPStatusError,
-    OutcomeUnknown,
-    TaskWaitTimeout,
-    TransportError,
-)
+from ...errors import Cancelled, ConfigurationError, TaskWaitTimeout
 from ...policies import ResilienceConfig
 from .._message import MessageInput, as_message
 from ..bindings.jsonrpc import TimeoutArg
 from ..client import A2AClient
-from ._outcomes import Recovery, outcome_unknown, should_fall_back, task_outcome
-from ._progress import NOT_PROCESSED_STATUSES, diff_events, resumable, settled
+from ._outcomes import task_outcome
+from ._progress import settled
+from ._recovery import Recovery, TaskPoll
+from .agents import AgentSet
 from .stream import ResilientTaskStream
 
-__all__ = ["ResilientA2AClient", "ResilientTaskStream", "diff_events"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["ResilientA2AClient", "ResilientTaskStream"]
 
 T = TypeVar("T")
-
-#: How many task → agent ownerships are remembered (oldest forgotten first).
-_OWNER_MEMORY: Final = 10_000
 
 
 class ResilientA2AClient:
@@ -89,8 +74,9 @@ class ResilientA2AClient:
     :meth:`A2AClient.with_options` copies carrying the config's retry policy; closing
     the resilient client closes them.
 
-    **Threads:** safe to share between threads; the config is immutable, the agents are
-    thread-safe, and the task-ownership table is guarded by a lock.
+    **Threads:** safe to share between threads; the config is immutable, and the agents
+    and their task-ownership table (an :class:`~a2a_sync.client.resilient.agents.AgentSet`,
+    shared with the client's streams) are thread-safe.
 
     Args:
         primary: The preferred agent.
@@ -114,15 +100,9 @@ class ResilientA2AClient:
     ) -> None:
         self.config = config if config is not None else ResilienceConfig()
         self._originals: tuple[A2AClient, ...] = (primary, *fallbacks)
-        retry = self.config.retry_policy()
-        self._agents: tuple[A2AClient, ...] = tuple(
-            agent.with_options(retry=retry) for agent in self._originals
-        )
         self._sleep = sleep
         self._clock = clock
-        self._closing = threading.Event()
-        self._owners: collections.OrderedDict[str, A2AClient] = collections.OrderedDict()
-        self._lock = threading.Lock()  # guards _owners
+        self._agent_set = AgentSet(self._originals, self.config, sleep=sleep, clock=clock)
 
     def with_fallback(self, fallback: A2AClient) -> ResilientA2AClient:
         """A resilient client with one more fallback agent (tried after the others)."""
@@ -137,7 +117,7 @@ class ResilientA2AClient:
     @property
     def agents(self) -> tuple[A2AClient, ...]:
         """The agents in the order they are tried (primary first)."""
-        return self._agents
+        return self._agent_set.agents
 
     # -- card -----------------------------------------------------------------------------------
 
@@ -154,7 +134,7 @@ class ResilientA2AClient:
             except ConfigurationError:
                 return agent.card
 
-        return self._run(fetch, self._agents, send=False)[0]
+        return self._agent_set.run(fetch, self._agent_set.agents, send=False)[0]
 
     # -- messages ---------------------------------------------------------------------------------
 
@@ -174,12 +154,12 @@ class ResilientA2AClient:
         """
         msg = self._fix_message(message, kwargs)
         resend = self.config.idempotent_send if idempotent is None else idempotent
-        agents = self._agents_for(msg.task_id) if msg.task_id else self._agents
+        agents = self._candidates(msg.task_id)
 
         def send(agent: A2AClient) -> SendResult:
-            return self._send_on(agent, msg, resend=resend, **kwargs)
+            return self._agent_set.send_on(agent, msg, resend=resend, **kwargs)
 
-        result, agent = self._run(
+        result, agent = self._agent_set.run(
             send,
             agents,
             send=True,
@@ -188,7 +168,7 @@ class ResilientA2AClient:
             # Continuing a task of unknown owner: "not found" means "ask the next agent".
             task_bound=msg.task_id is not None and len(agents) > 1,
         )
-        self._remember(result, agent)
+        self._agent_set.remember_result(result, agent)
         return result
 
     def reply(self, task: Task | str, message: MessageInput, **kwargs: Any) -> SendResult:
@@ -242,9 +222,14 @@ class ResilientA2AClient:
         """
         msg = self._fix_message(message, kwargs)
         resend = self.config.idempotent_send if idempotent is None else idempotent
-        agents = self._agents_for(msg.task_id) if msg.task_id else self._agents
         return ResilientTaskStream(
-            self, agents, message=msg, resend=resend, send_kwargs=kwargs, task_id=None
+            self._agent_set,
+            self.config,
+            self._candidates(msg.task_id),
+            message=msg,
+            resend=resend,
+            send_kwargs=kwargs,
+            task_id=None,
         )
 
     # -- tasks ------------------------------------------------------------------------------------
@@ -268,13 +253,16 @@ class ResilientA2AClient:
 
     def list_tasks(self, **filters: Any) -> ListTasksResult:
         """List tasks of the first agent that answers (see :meth:`A2AClient.list_tasks`)."""
-        return self._run(lambda agent: agent.list_tasks(**filters), self._agents, send=False)[0]
+        return self._agent_set.run(
+            lambda agent: agent.list_tasks(**filters), self._agent_set.agents, send=False
+        )[0]
 
     def subscribe(self, task_id: str) -> ResilientTaskStream:
         """Re-attach to a running task's stream, re-establishing it when it drops (L2)."""
         return ResilientTaskStream(
-            self,
-            self._agents_for(task_id),
+            self._agent_set,
+            self.config,
+            self._agent_set.for_task(task_id),
             message=None,
             resend=False,
             send_kwargs={},
@@ -302,39 +290,31 @@ class ResilientA2AClient:
             TaskNotFound: No agent knows the task.
         """
         limit = self.config.task_timeout if timeout is None else timeout
-        deadline = self._clock() + limit
-        polls = 0
         recovery = Recovery()
+        poll = TaskPoll(
+            self._agent_set,
+            task_id,
+            timeout=limit,
+            recovery=recovery,
+            stop=self._agent_set.closing,
+            history_length=history_length,
+        )
         task: Task | None = None
-        while True:
-            recovery.polls += 1
-            try:
-                task = self.get_task(task_id, history_length=history_length)
-            except (TransportError, HTTPStatusError, AllAgentsFailed) as exc:
-                if isinstance(exc, Cancelled):
-                    raise  # closed: stop waiting
-                recovery.last_error = exc
-                logger.debug("poll of task %s failed: %s", task_id, exc)
-            else:
-                recovery.answered += 1
-                if settled(task):
-                    return task_outcome(task)
-            polls += 1
-            remaining = deadline - self._clock()
-            if remaining <= 0:
-                agents = [redact_url(agent.url) for agent in self._agents_for(task_id)]
-                raise TaskWaitTimeout(
-                    f"{recovery.timeout_headline(task_id, limit)} "
-                    f"(last state: {task.state.value if task else 'unknown'}; "
-                    f"{recovery.summary(task_id, agents)}); "
-                    f"call wait_for_task({task_id!r}) again to keep waiting",
-                    task_id=task_id,
-                    timeout=limit,
-                    task=task,
-                ) from recovery.last_error
-            self._wait(min(self.config.poll.interval(polls), remaining))
-            if self._closing.is_set():
-                raise Cancelled(f"the client was closed while waiting for task {task_id}")
+        for task in poll:
+            if settled(task):
+                return task_outcome(task)
+        if not poll.timed_out:
+            raise Cancelled(f"the client was closed while waiting for task {task_id}")
+        agents = [redact_url(agent.url) for agent in self._agent_set.for_task(task_id)]
+        raise TaskWaitTimeout(
+            f"{recovery.timeout_headline(task_id, limit)} "
+            f"(last state: {task.state.value if task else 'unknown'}; "
+            f"{recovery.summary(task_id, agents)}); "
+            f"call wait_for_task({task_id!r}) again to keep waiting",
+            task_id=task_id,
+            timeout=limit,
+            task=task,
+        ) from recovery.last_error
 
     # -- push notifications ---------------------------------------------------------------------
 
@@ -358,16 +338,16 @@ class ResilientA2AClient:
 
     def get_extended_card(self) -> AgentCard:
         """The first agent's authenticated extended card that answers."""
-        return self._run(lambda agent: agent.get_extended_card(), self._agents, send=False)[0]
+        return self._agent_set.run(
+            lambda agent: agent.get_extended_card(), self._agent_set.agents, send=False
+        )[0]
 
     # -- lifecycle --------------------------------------------------------------------------------
 
     def close(self) -> None:
         """Close every agent's client (cancelling calls in flight) and end waits between
         polls. Idempotent."""
-        self._closing.set()
-        for agent in self._originals:
-            agent.close()
+        self._agent_set.close()
 
     def __enter__(self) -> ResilientA2AClient:
         return self
@@ -376,7 +356,7 @@ class ResilientA2AClient:
         self.close()
 
     def __repr__(self) -> str:
-        urls = ", ".join(redact_url(agent.url) for agent in self._agents)
+        urls = ", ".join(redact_url(agent.url) for agent in self._agent_set.agents)
         return f"<ResilientA2AClient [{urls}]>"
 
     # -- the layers -------------------------------------------------------------------------------
@@ -390,125 +370,9 @@ class ResilientA2AClient:
             message, task_id=kwargs.pop("task_id", None), context_id=kwargs.pop("context_id", None)
         )
 
-    def _send_on(
-        self, agent: A2AClient, message: Message, *, resend: bool, **kwargs: Any
-    ) -> SendResult:
-        """``SendMessage`` on one agent, resent there after "not processed" answers."""
-        sends = 1
-        while True:
-            try:
-                return agent.send_message(message, idempotent=resend, **kwargs)
-            except HTTPStatusError as exc:
-                # The transport resends only opted-in messages; "not processed" (429/503)
-                # is safe to resend regardless, after the agent's wait.
-                delay = None if resend else self._resend_delay(exc, resend=False, sends=sends)
-                if delay is None:
-                    raise
-            sends += 1
-            self._wait(delay)
-
-    def _resend_delay(self, exc: A2ASyncError, *, resend: bool, sends: int) -> float | None:
-        """L1 for messages: the wait before sending a message again after ``sends``
-        attempts failed with ``exc``, or ``None`` when it must not be sent again.
-
-        "Not processed" answers (429, 503) allow it always; failures after which the
-        agent may have acted only with ``resend`` (the caller opted in). The budget is
-        ``max_transport_retries``; a ``Retry-After`` beyond ``retry_after_max`` ends it.
-        """
-        config = self.config
-        if sends > config.max_transport_retries:
-            return None
-        retry_after = exc.retry_after if isinstance(exc, HTTPStatusError) else None
-        if isinstance(exc, HTTPStatusError) and exc.status_code in NOT_PROCESSED_STATUSES:
-            pass
-        elif not (resend and resumable(exc)):
-            return None
-        if retry_after is not None and retry_after > config.retry_after_max:
-            return None
-        return config.retry_policy().delay(sends, retry_after or None)
-
-    def _wait(self, delay: float, cancelled: threading.Event | None = None) -> None:
-        """Wait ``delay`` seconds (the injected ``sleep``, or until closed)."""
-        if self._sleep is not None:
-            self._sleep(delay)
-        else:
-            (cancelled or self._closing).wait(delay)
-
-    def _owner_of(self, task_id: str) -> A2AClient:
-        """The agent that owns the task (the first agent when unknown)."""
-        return self._agents_for(task_id)[0]
-
-    def _remember_owner(self, task_id: str, agent: A2AClient | None) -> None:
-        if agent is not None:
-            with self._lock:
-                self._owners[task_id] = agent
-                self._owners.move_to_end(task_id)
-                while len(self._owners) > _OWNER_MEMORY:
-                    self._owners.popitem(last=False)
-
-    def _agents_for(self, task_id: str) -> tuple[A2AClient, ...]:
-        with self._lock:
-            owner = self._owners.get(task_id)
-        return (owner,) if owner is not None else self._agents
-
-    def _remember(self, result: Any, agent: A2AClient) -> None:
-        """Record which agent owns the task ``result`` belongs to."""
-        task_id = result.id if isinstance(result, Task) else getattr(result, "task_id", None)
-        if task_id:
-            self._remember_owner(task_id, agent)
+    def _candidates(self, task_id: str | None) -> tuple[A2AClient, ...]:
+        """The agents a message goes to: the owner of the task it continues, or all."""
+        return self._agent_set.for_task(task_id) if task_id else self._agent_set.agents
 
     def _on_task(self, task_id: str, call: Callable[[A2AClient], T]) -> T:
-        return self._on_task_with_agent(task_id, call)[0]
-
-    def _on_task_with_agent(
-        self, task_id: str, call: Callable[[A2AClient], T]
-    ) -> tuple[T, A2AClient]:
-        with self._lock:
-            owner = self._owners.get(task_id)
-        if owner is not None:
-            return self._run(call, (owner,), send=False)
-        # Unknown owner: ask each agent; "not found" means "maybe the next one".
-        return self._run(call, self._agents, send=False, task_bound=True)
-
-    def _run(
-        self,
-        call: Callable[[A2AClient], T],
-        agents: Sequence[A2AClient],
-        *,
-        send: bool,
-        message: Message | None = None,
-        resend: bool = False,
-        task_bound: bool = False,
-    ) -> tuple[T, A2AClient]:
-        """Try ``call`` on each agent in turn (L4); L1 happens inside each call.
-
-        Returns the result and the agent that produced it.
-        """
-        failures: list[tuple[str, BaseException]] = []
-        for index, agent in enumerate(agents):
-            try:
-                result = call(agent)
-            except A2ASyncError as exc:
-                if send and message is not None and outcome_unknown(exc) and not resend:
-                    raise OutcomeUnknown(
-                        f"sending message {message.message_id} to {redact_url(agent.url)} "
-                        "failed after "
-                        f"the request may have reached the agent ({exc}); it was not resent. "
-                        "Look the task up, or resend with idempotent=True if the agent "
-                        "deduplicates by message id",
-                        message_id=message.message_id,
-                    ) from exc
-                if not should_fall_back(exc, send=send, resend=resend, task_bound=task_bound):
-                    raise
-                if index + 1 < len(agents):
-                    logger.info(
-                        "agent %s failed (%s); trying the next agent", redact_url(agent.url), exc
-                    )
-                failures.append((agent.url, exc))
-                continue
-            if isinstance(result, Task):
-                self._remember(result, agent)
-            return result, agent
-        if len(failures) == 1:
-            raise failures[0][1]
-        raise AllAgentsFailed(failures)
+        return self._agent_set.on_task(task_id, call)[0]
