@@ -200,14 +200,14 @@ class Listener:
         self._listening: dict[str, str] = {}  # task id -> channel LISTENed to
         self._dirty = True  # the followed tasks may differ from those LISTENed to
         self._received: collections.deque[psycopg.Notify] = collections.deque()
+        self._pipe_lock = threading.Lock()  # guards the wake pipe's descriptors
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
         try:
             self._connect()  # the first connection fails loudly, in the caller's thread
         except BaseException:
-            os.close(self._wake_r)
-            os.close(self._wake_w)
+            self._close_pipe()
             raise
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
@@ -215,8 +215,11 @@ class Listener:
     def poke(self) -> None:
         """Wake the thread (the followed tasks changed, or it should stop)."""
         self._dirty = True
-        with contextlib.suppress(BlockingIOError, OSError):  # full pipe: a wake is pending
-            os.write(self._wake_w, b"\0")
+        with self._pipe_lock:
+            if self._wake_w < 0:  # closed: never write to a descriptor number reused since
+                return
+            with contextlib.suppress(BlockingIOError, OSError):  # full pipe: a wake is pending
+                os.write(self._wake_w, b"\0")
 
     def close(self, timeout: float) -> bool:
         """Stop the thread and disconnect.
@@ -230,9 +233,18 @@ class Listener:
         if self._thread.is_alive():
             logger.warning("task store listener did not stop within %s s", timeout)
             return False
-        os.close(self._wake_r)
-        os.close(self._wake_w)
+        self._close_pipe()
         return True
+
+    def _close_pipe(self) -> None:
+        """Close the wake pipe once: a second close would close whatever file the process
+        opened since under the same descriptor numbers (another server's socket, say)."""
+        with self._pipe_lock:
+            wake_r, wake_w = self._wake_r, self._wake_w
+            self._wake_r = self._wake_w = -1
+        for fd in (wake_r, wake_w):
+            if fd >= 0:
+                os.close(fd)
 
     # -- the thread ----------------------------------------------------------------------------
 

@@ -416,3 +416,27 @@ def test_a_postgresql_url_without_psycopg_is_a_configuration_error(
     monkeypatch.setitem(sys.modules, "a2a_sync.server.stores.postgres", None)  # not importable
     with pytest.raises(ConfigurationError):
         open_task_store("postgresql://nobody@127.0.0.1:1/none")
+
+
+def test_a_closed_listener_never_touches_descriptors_reused_after_it(workers: Workers) -> None:
+    """The listener's wake pipe is closed once; a late poke (a subscriber changing what is
+    followed after the store closed) or a second close must not write to, or close, files
+    the process opened since under the same descriptor numbers."""
+    import os
+
+    store = workers()
+    listener = store._listener  # the wake pipe is the listener's own
+    assert listener is not None
+    store.close()
+    read_fd, write_fd = os.pipe()  # likely reuses the numbers the wake pipe had
+    try:
+        listener.poke()
+        assert listener.close(1.0)
+        os.set_blocking(read_fd, False)
+        with pytest.raises(BlockingIOError):
+            os.read(read_fd, 1)  # nothing was written into the new pipe
+        os.fstat(write_fd)  # and neither end was closed
+        os.fstat(read_fd)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
