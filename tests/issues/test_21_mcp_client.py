@@ -28,7 +28,6 @@ from typing import Any
 
 import attrs
 import pytest
-from mcp.server.mcpserver import MCPServer
 
 from a2a_sync.errors import ConfigurationError, ConnectionClosed, ProtocolError, ToolOutputError
 from a2a_sync.mcp import (
@@ -46,7 +45,6 @@ from a2a_sync.testing import (
     connect_in_memory,
     mcp_server_command,
 )
-from a2a_sync.testing.mcp_sdk import SDKServerTransport
 from tests.mcp.peers.launch import EVERYTHING, MCPSERVER_PEER, mcpserver_http
 
 CYCLE = {
@@ -462,7 +460,9 @@ def test_an_object_without_handle_is_refused_at_once() -> None:
         connect_in_memory(object())  # type: ignore[arg-type]
 
 
-def _sdk_server() -> MCPServer:
+def _sdk_server() -> Any:
+    from mcp.server.mcpserver import MCPServer  # the official SDK: the test extra (peer)
+
     server = MCPServer("in-process")
 
     @server.tool()
@@ -485,6 +485,8 @@ def _sdk_server() -> MCPServer:
 @pytest.mark.peer
 @pytest.mark.parametrize("era", ["auto", "legacy", "modern"])
 def test_an_official_mcp_server_object_runs_in_process(era: str) -> None:
+    from a2a_sync.testing.mcp_sdk import SDKServerTransport
+
     server = _sdk_server()
     with MCPConnection(lambda: SDKServerTransport(server), era=era) as conn:
         client = conn.client()
@@ -498,6 +500,8 @@ def test_an_official_mcp_server_object_runs_in_process(era: str) -> None:
 @pytest.mark.peer
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 def test_the_full_official_peer_in_process_progress_sampling_elicitation(era: str) -> None:
+    from a2a_sync.testing.mcp_sdk import SDKServerTransport
+
     spec = importlib.util.spec_from_file_location("mcpserver_peer_in_process", MCPSERVER_PEER)
     assert spec is not None
     assert spec.loader is not None
@@ -528,6 +532,9 @@ def test_the_full_official_peer_in_process_progress_sampling_elicitation(era: st
     assert steps == [1, 2, 3]
 
 
+@pytest.mark.peer
 def test_sdk_transport_refuses_other_objects() -> None:
+    from a2a_sync.testing.mcp_sdk import SDKServerTransport
+
     with pytest.raises(ConfigurationError, match="MCPServer"):
         SDKServerTransport(object())
