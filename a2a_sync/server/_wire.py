@@ -15,6 +15,7 @@ from urllib.parse import parse_qs
 from .._net.jsonrpc import Request, encode
 from ..a2a.card_codec import dump_card
 from ..a2a.codec import Codec
+from ..a2a.error_codes import error_details
 from ..a2a.methods import Operation
 from ..a2a.types import (
     GetTaskParams,
@@ -64,26 +65,6 @@ RETRY_AFTER_SECONDS: Final = 5
 LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "::1")
 JSON_TYPES: Final = ("application/json", "application/a2a+json")
 JSON_HEADERS: Final = [("Content-Type", "application/json")]
-_ERROR_INFO: Final = "type.googleapis.com/google.rpc.ErrorInfo"
-_BAD_REQUEST: Final = "type.googleapis.com/google.rpc.BadRequest"
-_DOMAIN: Final = "a2a-protocol.org"
-#: ErrorInfo reasons of A2A 1.0 (the error name in UPPER_SNAKE without "Error").
-_REASONS: Final = {
-    -32600: "INVALID_REQUEST",
-    -32601: "METHOD_NOT_FOUND",
-    -32602: "INVALID_PARAMS",
-    -32603: "INTERNAL_ERROR",
-    -32001: "TASK_NOT_FOUND",
-    -32002: "TASK_NOT_CANCELABLE",
-    -32003: "PUSH_NOTIFICATION_NOT_SUPPORTED",
-    -32004: "UNSUPPORTED_OPERATION",
-    -32005: "CONTENT_TYPE_NOT_SUPPORTED",
-    -32006: "INVALID_AGENT_RESPONSE",
-    -32007: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
-    -32008: "EXTENSION_SUPPORT_REQUIRED",
-    -32009: "VERSION_NOT_SUPPORTED",
-}
-
 #: The parameter model of each operation (``None``: no params).
 PARAMS: Final[dict[Operation, type | None]] = {
     Operation.SEND_MESSAGE: SendMessageParams,
@@ -252,33 +233,13 @@ def error_object(exc: RPCError, revision: str) -> dict[str, Any]:
     ``data`` through.
     """
     error: dict[str, Any] = {"code": exc.code, "message": exc.message}
-    reason = _REASONS.get(exc.code)
-    if revision != "1.0" or reason is None:
+    details = error_details(exc) if revision == "1.0" else None
+    if details is None:
         if exc.data is not None:
             error["data"] = exc.data
         return error
-    data = exc.data if isinstance(exc.data, dict) else {}
-    violations = data.get("errors") if isinstance(exc, InvalidParams) else None
-    metadata = {k: v for k, v in data.items() if isinstance(v, str)}
-    details: list[dict[str, Any]] = [
-        {"@type": _ERROR_INFO, "reason": reason, "domain": _DOMAIN, "metadata": metadata}
-    ]
-    if isinstance(violations, list):
-        details.append(
-            {
-                "@type": _BAD_REQUEST,
-                "fieldViolations": [_violation(str(v)) for v in violations],
-            }
-        )
     error["data"] = details
     return error
-
-
-def _violation(text: str) -> dict[str, str]:
-    description, _, path = text.rpartition(" @ ")
-    if not description:
-        return {"field": "", "description": text}
-    return {"field": path.removeprefix("$.").removeprefix("$"), "description": description}
 
 
 def error_payload(exc: RPCError, request_id: Any, revision: str) -> bytes:
