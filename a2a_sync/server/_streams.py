@@ -96,22 +96,26 @@ class SSEBody:
                     return _HEARTBEAT
             else:
                 event = next(events)
-            data = encode_result(self._id, self._codec.dump_stream_event(event))
+            data = self._frame(event)
         except StopIteration:
             self.close()
             raise
         except RPCError as exc:
             self._done = True
-            return b"event: error\ndata: " + error_payload(exc, self._id, self._revision) + b"\n\n"
+            return b"event: error\ndata: " + self._error_frame(exc) + b"\n\n"
         except Exception:  # the stream's top level: log, one error event, end
             logger.exception("internal error in an event stream")
             self._done = True
-            return (
-                b"event: error\ndata: "
-                + error_payload(InternalError(), self._id, self._revision)
-                + b"\n\n"
-            )
+            return b"event: error\ndata: " + self._error_frame(InternalError()) + b"\n\n"
         return b"data: " + data + b"\n\n"
+
+    def _frame(self, event: StreamEvent) -> bytes:
+        """One event's ``data`` (JSON-RPC: a response carrying the request id)."""
+        return encode_result(self._id, self._codec.dump_stream_event(event))
+
+    def _error_frame(self, exc: RPCError) -> bytes:
+        """An error event's ``data`` (JSON-RPC: an error response)."""
+        return error_payload(exc, self._id, self._revision)
 
     def interrupt(self) -> None:
         """End the stream soon (server shutdown): its reader stops at the next poll."""

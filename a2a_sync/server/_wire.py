@@ -51,6 +51,7 @@ __all__ = [
     "headers_of",
     "host_allowed",
     "load_params",
+    "loads_strict",
     "plain",
     "read_body",
     "retry_after_header",
@@ -104,10 +105,7 @@ def decode(body: bytes) -> Request:
         RPCError: -32700 for bad JSON; -32600 for a batch, a non-object, a notification
             (A2A has none) or a malformed envelope (``request_id`` set when readable).
     """
-    try:
-        obj = json.loads(body, parse_constant=_no_constant, object_pairs_hook=_unique_members)
-    except (ValueError, RecursionError) as exc:
-        raise ParseError() from exc
+    obj = loads_strict(body)
     if isinstance(obj, list):
         raise InvalidRequest("Batch requests are not supported")
     if not isinstance(obj, dict):
@@ -126,6 +124,18 @@ def decode(body: bytes) -> Request:
     if params is not None and not isinstance(params, dict):
         raise _with_id(InvalidRequest('"params" must be an object'), request_id)
     return Request(method, params, request_id, False)
+
+
+def loads_strict(body: bytes) -> Any:
+    """Parse a request body as strict JSON (see :func:`decode`).
+
+    Raises:
+        ParseError: Not JSON, invalid UTF-8, ``NaN``, duplicate members, too deep.
+    """
+    try:
+        return json.loads(body, parse_constant=_no_constant, object_pairs_hook=_unique_members)
+    except (ValueError, RecursionError) as exc:
+        raise ParseError() from exc
 
 
 def _with_id(exc: RPCError, request_id: Any) -> RPCError:

@@ -65,6 +65,7 @@ from ._wire import (
     unauthorized,
 )
 from .auth import ANONYMOUS, Authenticator, Principal
+from .bindings.rest import RESTBinding
 from .card import CARD_PATH, CardPublisher, CardSigner
 from .context import CallContext
 from .executor import AgentExecutor, ExecuteFunction
@@ -138,6 +139,8 @@ class A2AApplication:
             nothing; ``serve`` protects loopback binds with :data:`LOOPBACK_HOSTS`.
         allowed_origins: Origins accepted in ``Origin`` besides the request's own.
         rpc_path: Path of the JSON-RPC endpoint.
+        rest_path: Serve the HTTP+JSON (REST) binding too, its routes below this path
+            (``"/rest"``; ``""`` mounts them at the root). ``None`` (default): JSON-RPC only.
         max_body_bytes: Largest request body.
         max_streams: Streams open at once.
         heartbeat_interval: Silence on a stream before a keep-alive comment.
@@ -166,6 +169,7 @@ class A2AApplication:
         allowed_hosts: Sequence[str] | None = None,
         allowed_origins: Sequence[str] = (),
         rpc_path: str = "/",
+        rest_path: str | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_streams: int = DEFAULT_MAX_STREAMS,
         heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
@@ -223,7 +227,10 @@ class A2AApplication:
         self.max_streams = max_streams
         self.heartbeat_interval = heartbeat_interval
         self._card_cache_control = f"public, max-age={card_max_age}"
-        self._cards = CardPublisher(card, rpc_path=rpc_path, signer=sign_card)
+        self._cards = CardPublisher(
+            card, rpc_path=rpc_path, signer=sign_card, rest_path=rest_path
+        )
+        self._rest = RESTBinding(self, rest_path) if rest_path is not None else None
         self._lock = threading.Condition()
         self._streams: set[SSEBody] = set()
         self._in_flight = 0
@@ -244,6 +251,8 @@ class A2AApplication:
                     start_response, "405 Method Not Allowed", "use GET", [("Allow", "GET, HEAD")]
                 )
             return self._serve_card(environ, start_response, head=method == "HEAD")
+        if self._rest is not None and path != self.rpc_path and self._rest.owns(path):
+            return self._rest(environ, start_response)
         if path != self.rpc_path:
             return plain(start_response, "404 Not Found", "not found")
         if method != "POST":
@@ -358,6 +367,7 @@ class A2AApplication:
         params: Any,
         call: CallContext,
         codec: Codec,
+        body_class: type[SSEBody] = SSEBody,
     ) -> Iterable[bytes]:
         with self._lock:
             if len(self._streams) >= self.max_streams or self._closing:
@@ -368,7 +378,7 @@ class A2AApplication:
                     "too many streams",
                     retry_after_header(),
                 )
-            body = SSEBody(
+            body = body_class(
                 codec,
                 call.request_id,
                 call.revision,
@@ -391,6 +401,21 @@ class A2AApplication:
     def _stream_closed(self, body: SSEBody) -> None:
         with self._lock:
             self._streams.discard(body)
+            self._lock.notify_all()
+
+    # -- admission (shared by the bindings) ---------------------------------------------------
+
+    def _admit(self) -> bool:
+        """Count a unary call in flight; ``False`` when the app is closing (answer 503)."""
+        with self._lock:
+            if self._closing:
+                return False
+            self._in_flight += 1
+            return True
+
+    def _release(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
             self._lock.notify_all()
 
     # -- checks ------------------------------------------------------------------------------

@@ -63,9 +63,17 @@ class CardPublisher:
             alg="ES256", kid="k1")``).
     """
 
-    def __init__(self, card: AgentCard, *, rpc_path: str, signer: CardSigner | None) -> None:
+    def __init__(
+        self,
+        card: AgentCard,
+        *,
+        rpc_path: str,
+        signer: CardSigner | None,
+        rest_path: str | None = None,
+    ) -> None:
         self.card = card
         self._rpc_path = rpc_path
+        self._rest_path = rest_path
         self._signer = signer
         self._lock = threading.Lock()
         self._derived: dict[str, CardDocument] = {}
@@ -87,17 +95,22 @@ class CardPublisher:
 
     def complete(self, card: AgentCard, environ: Mapping[str, Any]) -> AgentCard:
         """``card`` with this app's JSON-RPC interfaces (1.0 and 0.3) at the URL the
-        request came to, unless it lists interfaces of its own."""
+        request came to, and its HTTP+JSON interface when it serves one, unless it lists
+        interfaces of its own."""
         if card.supported_interfaces:
             return card
-        url = request_base(environ) + self._rpc_path
-        return attrs.evolve(
-            card,
-            supported_interfaces=[
-                AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
-                AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"),
-            ],
-        )
+        base = request_base(environ)
+        url = base + self._rpc_path
+        interfaces = [
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"),
+        ]
+        if self._rest_path is not None:
+            rest_url = base + (self._rest_path.rstrip("/") or "")
+            interfaces.append(
+                AgentInterface(url=rest_url, protocol_binding="HTTP+JSON", protocol_version="1.0")
+            )
+        return attrs.evolve(card, supported_interfaces=interfaces)
 
     def _build(self, card: AgentCard) -> CardDocument:
         return CardDocument.of(self._signer(card) if self._signer is not None else card)
