@@ -367,6 +367,7 @@ class A2AApplication:
         params: Any,
         call: CallContext,
         codec: Codec,
+        *,
         body_class: type[SSEBody] = SSEBody,
     ) -> Iterable[bytes]:
         with self._lock:

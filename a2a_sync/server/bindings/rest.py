@@ -88,6 +88,7 @@ class RESTHost(Protocol):
         params: Any,
         call: CallContext,
         codec: Codec,
+        *,
         body_class: type[SSEBody] = ...,
     ) -> Iterable[bytes]: ...
 
@@ -194,7 +195,7 @@ class RESTBinding:
             )
             if operation in STREAMING:
                 return self._app._stream(
-                    start_response, operation, params, call, codec, RESTSSEBody
+                    start_response, operation, params, call, codec, body_class=RESTSSEBody
                 )
             result = self._app.handler.dispatch(operation, params, call)
             if operation is Operation.GET_EXTENDED_CARD:
