@@ -67,7 +67,8 @@ def either(request: pytest.FixtureRequest, a2a_sdk_rest_agent: AgentProcess) -> 
 def test_from_url_follows_the_preference_over_the_cards_order(
     a2a_sdk_rest_agent: AgentProcess,
 ) -> None:
-    with A2AClient.from_url(a2a_sdk_rest_agent.url, bindings=["HTTP+JSON", "JSONRPC"]) as c:
+    base = a2a_sdk_rest_agent.url
+    with A2AClient.from_url(base, bindings=["HTTP+JSON", "JSONRPC"]) as c:
         assert (c.binding, c.revision, c.url) == (
             "HTTP+JSON",
             "1.0",
@@ -156,11 +157,13 @@ def test_push_config_crud(rest: A2AClient) -> None:
 
 def test_extended_card_needs_the_token(a2a_sdk_rest_agent: AgentProcess, rest: A2AClient) -> None:
     assert rest.get_extended_card().name == "Scripted (extended)"
-    with A2AClient.from_url(
-        a2a_sdk_rest_agent.url, bindings=["HTTP+JSON"], timeout=PEER_TIMEOUT
-    ) as anonymous:
-        with pytest.raises(HTTPStatusError) as caught:
-            anonymous.get_extended_card()
+    with (
+        A2AClient.from_url(
+            a2a_sdk_rest_agent.url, bindings=["HTTP+JSON"], timeout=PEER_TIMEOUT
+        ) as anonymous,
+        pytest.raises(HTTPStatusError) as caught,
+    ):
+        anonymous.get_extended_card()
     assert caught.value.status_code == 401
 
 
