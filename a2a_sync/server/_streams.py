@@ -14,7 +14,7 @@ from .._net.jsonrpc import encode_result
 from ..a2a.codec import Codec
 from ..a2a.types import StreamEvent
 from ..errors import InternalError, RPCError
-from ._wire import error_payload
+from ._wire import StartResponse, error_payload, plain, retry_after_header
 
 __all__ = ["SSE_HEADERS", "Prefetched", "SSEBody"]
 
@@ -74,6 +74,13 @@ class SSEBody:
         self._events: Any = None
         self._done = False
         self._closed = False
+
+    @staticmethod
+    def busy(start_response: StartResponse) -> list[bytes]:
+        """The answer when no stream may open now (cap reached, or closing): 503."""
+        return plain(
+            start_response, "503 Service Unavailable", "too many streams", retry_after_header()
+        )
 
     def attach(self, events: Any) -> None:
         self._events = events

@@ -373,12 +373,7 @@ class A2AApplication:
         with self._lock:
             if len(self._streams) >= self.max_streams or self._closing:
                 logger.warning("stream refused: %d streams open", len(self._streams))
-                return plain(
-                    start_response,
-                    "503 Service Unavailable",
-                    "too many streams",
-                    retry_after_header(),
-                )
+                return body_class.busy(start_response)
             body = body_class(
                 codec,
                 call.request_id,

@@ -105,6 +105,12 @@ class RESTSSEBody(SSEBody):
     def _error_frame(self, exc: RPCError) -> bytes:
         return encode(status_body(exc)[1])
 
+    @staticmethod
+    def busy(start_response: StartResponse) -> list[bytes]:
+        return _refuse(
+            start_response, 503, "UNAVAILABLE", "too many streams", retry_after_header()
+        )
+
 
 class RESTBinding:
     """Answers the REST routes below ``path`` for ``app``. Thread-safe (no state of its own
