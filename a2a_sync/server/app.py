@@ -227,9 +227,7 @@ class A2AApplication:
         self.max_streams = max_streams
         self.heartbeat_interval = heartbeat_interval
         self._card_cache_control = f"public, max-age={card_max_age}"
-        self._cards = CardPublisher(
-            card, rpc_path=rpc_path, signer=sign_card, rest_path=rest_path
-        )
+        self._cards = CardPublisher(card, rpc_path=rpc_path, signer=sign_card, rest_path=rest_path)
         self._rest = RESTBinding(self, rest_path) if rest_path is not None else None
         self._lock = threading.Condition()
         self._streams: set[SSEBody] = set()

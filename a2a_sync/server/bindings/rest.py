@@ -107,9 +107,7 @@ class RESTSSEBody(SSEBody):
 
     @staticmethod
     def busy(start_response: StartResponse) -> list[bytes]:
-        return _refuse(
-            start_response, 503, "UNAVAILABLE", "too many streams", retry_after_header()
-        )
+        return _refuse(start_response, 503, "UNAVAILABLE", "too many streams", retry_after_header())
 
 
 class RESTBinding:
