@@ -173,8 +173,8 @@ class Driver:
         else:
             method = "SendStreamingMessage" if streaming else "SendMessage"
             path = "/"
-            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-            body = body.encode()
+            envelope = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+            body = json.dumps(envelope).encode()
         try:
             self.conn.request("POST", path, body, _HEADERS)
             return self.conn.getresponse()
