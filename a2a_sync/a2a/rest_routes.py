@@ -65,9 +65,8 @@ def _routes(prefix: str, revision: Revision) -> list[Route]:
     configs = "/tasks/{taskId}/pushNotificationConfigs"
     push = {"taskId": "taskId"}
     push_one = {"taskId": "taskId", "configId": "id"}
-    if revision == "0.3":
-        push = {"taskId": "id"}
-        push_one = {"taskId": "id", "configId": "pushNotificationConfigId"}
+    if revision == "0.3":  # 0.3 params are translated first (see rest_v03.to_wire)
+        push_one = {"taskId": "taskId", "configId": "configId"}
     table = [
         (Operation.SEND_MESSAGE, "POST", "/message:send", {}, True),
         (Operation.SEND_STREAMING_MESSAGE, "POST", "/message:stream", {}, True),

@@ -38,7 +38,7 @@ _JSONRPC: Final = "JSONRPC"
 #: The revisions each binding is spoken in (a2a_sync's REST binding: 1.0 only).
 _BINDING_REVISIONS: Final[dict[str, tuple[str, ...]]] = {
     _JSONRPC: ("1.0", "0.3"),
-    "HTTP+JSON": ("1.0",),
+    "HTTP+JSON": ("1.0", "0.3"),
 }
 
 #: Verifies a raw card (the JSON object as received) and returns the card *as verified*

@@ -107,9 +107,10 @@ class CardPublisher:
         ]
         if self._rest_path is not None:
             rest_url = base + (self._rest_path.rstrip("/") or "")
-            interfaces.append(
-                AgentInterface(url=rest_url, protocol_binding="HTTP+JSON", protocol_version="1.0")
-            )
+            interfaces += [
+                AgentInterface(url=rest_url, protocol_binding="HTTP+JSON", protocol_version=v)
+                for v in ("1.0", "0.3")
+            ]
         return attrs.evolve(card, supported_interfaces=interfaces)
 
     def _build(self, card: AgentCard) -> CardDocument:

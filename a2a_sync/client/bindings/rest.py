@@ -1,5 +1,8 @@
 """HTTP+JSON (REST) to one A2A endpoint: the second binding under :class:`A2AClient`.
 
+A2A 1.0 under the interface URL, A2A 0.3 under ``/v1`` with the 0.3 proto JSON
+(translated by :mod:`a2a_sync.a2a.rest_v03`).
+
 :class:`RESTTransport` looks an operation up in the route table
 (:mod:`a2a_sync.a2a.rest_routes`), fills the path from the params the codec built, sends
 the rest as a JSON body (POST) or as query parameters (GET, DELETE; ProtoJSON spelling:
@@ -26,6 +29,7 @@ from ..._net.sse import SSEStream, StreamRequest
 from ...a2a.error_codes import error_from_status
 from ...a2a.methods import IDEMPOTENT, Operation, Revision
 from ...a2a.rest_routes import Route, build, route_for
+from ...a2a.rest_v03 import event_from_wire, result_from_wire, to_wire
 from ...a2a.types import AgentCard
 from ...errors import (
     ConfigurationError,
@@ -42,8 +46,8 @@ from .jsonrpc import TimeoutArg
 __all__ = ["RESTTransport", "query_string"]
 
 _JSON_TYPES: Final = ("application/json", "application/a2a+json", "application/problem+json")
-#: Revisions whose REST JSON equals the JSON-RPC params/results the codec speaks.
-_SUPPORTED: Final = ("1.0",)
+#: Revisions with a REST binding (1.0: its JSON is the codec's; 0.3: translated, rest_v03).
+_SUPPORTED: Final = ("1.0", "0.3")
 
 
 def _strip_slash(url: str) -> str:
@@ -52,7 +56,7 @@ def _strip_slash(url: str) -> str:
 
 @attrs.frozen(kw_only=True, eq=False)
 class RESTTransport:
-    """Calls of one A2A client to its HTTP+JSON endpoint (A2A 1.0).
+    """Calls of one A2A client to its HTTP+JSON endpoint (A2A 1.0 or 0.3).
 
     Same arguments and thread-safety as
     :class:`~a2a_sync.client.bindings.jsonrpc.JSONRPCTransport`; ``url`` is the
@@ -132,7 +136,8 @@ class RESTTransport:
             ):
                 retried_auth = True
                 continue
-            return self._parse(result, method, operation)
+            answer = self._parse(result, method, operation)
+            return answer if self.revision == "1.0" else result_from_wire(operation, answer)
 
     def open_stream(
         self,
@@ -180,7 +185,7 @@ class RESTTransport:
             if typed is not None:
                 raise typed
             raise ProtocolError("the agent sent an error event", excerpt=excerpt(repr(payload)))
-        return payload
+        return payload if self.revision == "1.0" else event_from_wire(payload)
 
     # -- request building -------------------------------------------------------------------
 
@@ -193,6 +198,8 @@ class RESTTransport:
         return route
 
     def _request(self, route: Route, params: dict[str, Any]) -> tuple[str, str, bytes | None]:
+        if self.revision == "0.3":
+            params = to_wire(route.operation, params)
         try:
             path = build(route, params, tenant=self.tenant)
         except ValueError as exc:

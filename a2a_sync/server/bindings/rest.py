@@ -33,10 +33,12 @@ from typing import Any, Final, Protocol
 from urllib.parse import parse_qsl, quote
 
 from ..._net.jsonrpc import encode
+from ...a2a.card_codec import dump_card
 from ...a2a.codec import Codec, codec_for
 from ...a2a.error_codes import status_body
 from ...a2a.methods import STREAMING, Operation, Revision, wire_name
 from ...a2a.rest_routes import Route, RouteMatch, match
+from ...a2a.rest_v03 import event_to_wire, from_wire, result_to_wire
 from ...a2a.types import AgentCard, StreamEvent
 from ...errors import InternalError, InvalidParams, InvalidRequest, RPCError
 from .._streams import SSEBody
@@ -62,8 +64,8 @@ logger = logging.getLogger(__name__)
 #: Query parameters read as integers / booleans (ProtoJSON of the request messages).
 _INTEGERS: Final = frozenset({"historyLength", "pageSize"})
 _BOOLEANS: Final = frozenset({"includeArtifacts"})
-#: Revisions served over REST (0.3 REST uses the 0.3 proto JSON, not served yet).
-_SERVED: Final[frozenset[Revision]] = frozenset({"1.0"})
+#: Revisions served over REST (0.3: ``/v1/...`` with the 0.3 proto JSON, see rest_v03).
+_SERVED: Final[frozenset[Revision]] = frozenset({"1.0", "0.3"})
 
 
 class RESTHost(Protocol):
@@ -100,7 +102,8 @@ class RESTSSEBody(SSEBody):
     """An SSE body whose events are bare ``StreamResponse`` objects (no envelope)."""
 
     def _frame(self, event: StreamEvent) -> bytes:
-        return encode(self._codec.dump_stream_event(event))
+        dumped = self._codec.dump_stream_event(event)
+        return encode(dumped if self._revision == "1.0" else event_to_wire(dumped))
 
     def _error_frame(self, exc: RPCError) -> bytes:
         return encode(status_body(exc)[1])
@@ -184,6 +187,8 @@ class RESTBinding:
         try:
             check_version(environ, revision)
             raw = _params(route, found, body, environ.get("QUERY_STRING", ""))
+            if revision == "0.3":
+                raw = from_wire(operation, raw)
             codec = codec_for(revision)
             params = load_params(codec, operation, raw)
             if operation is Operation.GET_EXTENDED_CARD and principal.is_anonymous:
@@ -204,7 +209,12 @@ class RESTBinding:
             result = self._app.handler.dispatch(operation, params, call)
             if operation is Operation.GET_EXTENDED_CARD:
                 result = self._app._cards.complete(result, environ)
-            answer = dump_result(codec, operation, result)
+            if operation is Operation.GET_EXTENDED_CARD:
+                answer = dump_card(result, "1.0" if revision == "1.0" else None)
+            else:
+                answer = dump_result(codec, operation, result)
+                if revision == "0.3":
+                    answer = result_to_wire(operation, answer)
             payload = encode({} if answer is None else answer)
             status = 200
         except RPCError as exc:
