@@ -50,11 +50,17 @@ class ErrorCode:
     grpc: str
     #: ErrorInfo ``reason``: the error's name in UPPER_SNAKE without "Error".
     reason: str
+    #: The spec's name of the error (``TaskNotFoundError``), as 0.3 REST bodies carry it.
+    name: str
+
+
+_NAMES: Final = {"PARSE_ERROR": "JSONParseError", "INTERNAL_ERROR": "InternalError"}
 
 
 def _row(error: type[RPCError], http: int, grpc: str, reason: str) -> ErrorCode:
     assert error.code_value is not None
-    return ErrorCode(error, error.code_value, http, grpc, reason)
+    name = _NAMES.get(reason) or "".join(w.capitalize() for w in reason.split("_")) + "Error"
+    return ErrorCode(error, error.code_value, http, grpc, reason, name)
 
 
 #: Every A2A error (A2A 1.0 §5.4 table; the standard JSON-RPC codes as a2a-sdk maps them).
@@ -89,10 +95,13 @@ _BY_CODE: Final = {row.jsonrpc: row for row in TABLE}
 _BY_REASON: Final = {row.reason: row for row in TABLE}
 #: 0.3 spelled this reason after its older error name.
 _BY_REASON["AUTHENTICATED_EXTENDED_CARD_NOT_CONFIGURED"] = _BY_CODE[-32007]
-#: RFC 7807 ``type`` URIs end in the error name (A2A 1.0 §6.4 example).
-_BY_PROBLEM_NAME: Final = {row.error.__name__.lower(): row for row in TABLE} | {
-    row.reason.replace("_", "").lower(): row for row in TABLE
-}
+#: RFC 7807 ``type`` URIs end in the error name (A2A 1.0 §6.4 example); 0.3 REST bodies
+#: (a2a-sdk) carry it as ``type`` too.
+_BY_PROBLEM_NAME: Final = (
+    {row.error.__name__.lower(): row for row in TABLE}
+    | {row.reason.replace("_", "").lower(): row for row in TABLE}
+    | {row.name.lower(): row for row in TABLE}
+)
 _INTERNAL: Final = _BY_CODE[-32603]
 _HTTP_FALLBACK: Final = {
     400: _e.InvalidParams,
@@ -132,14 +141,22 @@ def _violation(text: str) -> dict[str, str]:
     return {"field": path.removeprefix("$.").removeprefix("$"), "description": description}
 
 
-def status_body(exc: RPCError) -> tuple[int, dict[str, Any]]:
-    """The HTTP status and ``google.rpc.Status`` JSON of ``exc`` (HTTP+JSON binding)."""
+def status_body(exc: RPCError, revision: str = "1.0") -> tuple[int, dict[str, Any]]:
+    """The HTTP status and ``google.rpc.Status`` JSON of ``exc`` (HTTP+JSON binding).
+
+    For 0.3 the body also carries ``type`` (the error's name) and ``message`` at the top:
+    what a2a-sdk's 0.3 REST client reads (its 0.3 servers answered that way).
+    """
     row = row_for(exc) or _INTERNAL
     error: dict[str, Any] = {"code": row.http, "status": row.grpc, "message": exc.message}
     details = error_details(exc)
     if details:
         error["details"] = details
-    return row.http, {"error": error}
+    body: dict[str, Any] = {"error": error}
+    if revision == "0.3":
+        body["type"] = row.name
+        body["message"] = exc.message
+    return row.http, body
 
 
 def error_from_status(body: Any, http_status: int) -> RPCError | None:

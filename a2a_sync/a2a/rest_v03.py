@@ -295,8 +295,8 @@ def to_wire(operation: Operation, params: Mapping[str, Any]) -> dict[str, Any]:
             _put(wire, "acceptedOutputModes", config.get("acceptedOutputModes"))
             _put(wire, "pushNotification", config.get("pushNotificationConfig"))
             _put(wire, "historyLength", config.get("historyLength"))
-            if "blocking" in config:
-                wire["blocking"] = config["blocking"]
+            # proto3: an absent bool is false, i.e. non-blocking; 0.3 JSON's default blocks
+            wire["blocking"] = bool(config.get("blocking", True))
             out["configuration"] = wire
         _put(out, "metadata", params.get("metadata"))
         return out
@@ -327,14 +327,14 @@ def from_wire(operation: Operation, wire: Mapping[str, Any]) -> dict[str, Any]:
     if operation in (Operation.SEND_MESSAGE, Operation.SEND_STREAMING_MESSAGE):
         message = wire.get("message", wire.get("request"))
         out: dict[str, Any] = {"message": _message_in(_obj(message))}
-        config = _obj(wire.get("configuration"))
-        if config:
+        if "configuration" in wire:
+            config = _obj(wire["configuration"])
             plain: dict[str, Any] = {}
             _put(plain, "acceptedOutputModes", _get(config, "acceptedOutputModes"))
             _put(plain, "pushNotificationConfig", _get(config, "pushNotification"))
-            _put(plain, "historyLength", _get(config, "historyLength"))
-            if "blocking" in config:
-                plain["blocking"] = config["blocking"]
+            _put(plain, "historyLength", _get(config, "historyLength") or None)
+            # proto3: a configuration without "blocking" has blocking false (as a2a-sdk reads it)
+            plain["blocking"] = bool(config.get("blocking", False))
             out["configuration"] = plain
         _put(out, "metadata", wire.get("metadata"))
         return out

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 import pytest
 
+from a2a_sync.client import A2AClient
 from a2a_sync.server.app import A2AApplication
 from a2a_sync.server.serving import serve_in_thread
 from a2a_sync.types import AgentInterface
@@ -31,13 +32,14 @@ def agent() -> EchoAgent:
     return EchoAgent()
 
 
-@pytest.fixture(params=["", TENANT])
+@pytest.fixture(params=[("1.0", ""), ("1.0", TENANT), ("0.3", "")])
 def served(request: pytest.FixtureRequest, agent: EchoAgent) -> Iterator[Any]:
-    """Our app serving REST under /rest; the a2a-sdk card of it (with or without tenant)."""
+    """Our app serving REST under /rest; the a2a-sdk card of it (1.0 with or without
+    tenant; 0.3, which the a2a-sdk client speaks at ``/rest/v1/...``)."""
     from a2a.types import AgentCapabilities, AgentCard
     from a2a.types import AgentInterface as SdkInterface
 
-    tenant: str = request.param
+    revision, tenant = request.param
     ours = attrs.evolve(
         card(extended=True),
         supported_interfaces=[
@@ -63,7 +65,7 @@ def served(request: pytest.FixtureRequest, agent: EchoAgent) -> Iterator[Any]:
             supported_interfaces=[
                 SdkInterface(
                     protocol_binding="HTTP+JSON",
-                    protocol_version="1.0",
+                    protocol_version=revision,
                     url=url + "/rest",
                     tenant=tenant,
                 )
@@ -114,6 +116,8 @@ def test_send_get_and_list(served: Any) -> None:
             assert (got.id, len(got.history)) == (task_id, 0)
             full = await client.get_task(GetTaskRequest(id=task_id))
             assert [m.parts[0].text for m in full.history] == ["hello"]
+            if served.supported_interfaces[0].protocol_version == "0.3":
+                return  # 0.3 has no ListTasks
             listed = await client.list_tasks(
                 ListTasksRequest(include_artifacts=True, page_size=50, history_length=1)
             )
@@ -226,6 +230,14 @@ def test_push_config_crud(served: Any) -> None:
                 GetTaskPushNotificationConfigRequest(task_id=task_id, id="cfg-1")
             )
             assert got.url == "https://hooks.example/a"
+            interface = served.supported_interfaces[0]
+            if interface.protocol_version == "0.3":
+                # a2a-sdk's 0.3 REST client has no list/delete: our client drives those routes
+                with A2AClient(interface.url, revision="0.3", binding="HTTP+JSON") as ours:
+                    assert [c.id for c in ours.list_push_configs(task_id).configs] == ["cfg-1"]
+                    ours.delete_push_config(task_id, "cfg-1")
+                    assert ours.list_push_configs(task_id).configs == []
+                return
             listed = await client.list_task_push_notification_configs(
                 ListTaskPushNotificationConfigsRequest(task_id=task_id)
             )

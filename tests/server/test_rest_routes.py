@@ -199,10 +199,39 @@ def test_unknown_route_wrong_method_and_content_type(served: Served) -> None:
     assert served.stored() == []
 
 
-def test_0_3_rest_routes_are_not_served(served: Served) -> None:
-    status, _, _ = served.request("POST", "/rest/v1/message:send", json.dumps(SEND).encode(), JSON)
+def test_0_3_routes_speak_the_0_3_proto_json(served: Served) -> None:
+    """``/v1/...``: a 0.3 proto body in (``request``/``content``, snake_case as a2a-sdk's 0.3
+    client sends it), a 0.3 proto answer out; errors also carry the 0.3 ``type``."""
+    body = {
+        "request": {
+            "message_id": "m-03",
+            "role": "ROLE_USER",
+            "content": [{"text": "hi"}],
+        },
+        "configuration": {"blocking": True},
+    }
+    headers = {"Content-Type": "application/json"}
+    status, _, answer = served.request(
+        "POST", "/rest/v1/message:send", json.dumps(body).encode(), headers
+    )
+    assert status == 200
+    task = answer["task"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert task["artifacts"][0]["parts"] == [{"text": "echo: hi"}]
+    assert task["history"][0]["content"] == [{"text": "hi"}]
+    assert task["history"][0]["role"] == "ROLE_USER"
+    status, _, answer = served.request("GET", f"/rest/v1/tasks/{task['id']}", headers=headers)
+    assert (status, answer["id"]) == (200, task["id"])
+    status, _, answer = served.request("GET", "/rest/v1/tasks/nope", headers=headers)
     assert status == 404
-    assert served.stored() == []
+    assert answer["type"] == "TaskNotFoundError"
+    assert reason(answer) == "TASK_NOT_FOUND"
+    status, _, _ = served.request("GET", "/rest/v1/tasks", headers=headers)
+    assert status == 404  # 0.3 has no ListTasks
+    status, _, answer = served.request(
+        "POST", "/rest/v1/message:send", json.dumps(body).encode(), JSON
+    )
+    assert (status, reason(answer)) == (400, "VERSION_NOT_SUPPORTED")  # 1.0 header on 0.3
 
 
 def test_a_missing_version_header_is_version_not_supported(served: Served) -> None:

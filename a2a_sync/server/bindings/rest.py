@@ -106,7 +106,7 @@ class RESTSSEBody(SSEBody):
         return encode(dumped if self._revision == "1.0" else event_to_wire(dumped))
 
     def _error_frame(self, exc: RPCError) -> bytes:
-        return encode(status_body(exc)[1])
+        return encode(status_body(exc, self._revision)[1])
 
     @staticmethod
     def busy(start_response: StartResponse) -> list[bytes]:
@@ -218,11 +218,11 @@ class RESTBinding:
             payload = encode({} if answer is None else answer)
             status = 200
         except RPCError as exc:
-            status, error = status_body(exc)
+            status, error = status_body(exc, revision)
             payload = encode(error)
         except Exception:  # the request's top level: log, answer without details
             logger.exception("internal error answering a REST call")
-            status, error = status_body(InternalError())
+            status, error = status_body(InternalError(), revision)
             payload = encode(error)
         start_response(
             _STATUS_LINES.get(status, f"{status} Error"),
