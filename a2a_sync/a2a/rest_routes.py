@@ -14,6 +14,7 @@ step into another route.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any, Final
@@ -55,8 +56,11 @@ class Route:
         return _compiled(self.template)
 
 
+@functools.cache
 def _compiled(template: str) -> re.Pattern[str]:
-    regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(template))
+    # A placeholder is one segment without ":" (the verb separator; an id's own ":" is
+    # sent encoded), so "/tasks/x:subscribe" is never GetTask of "x:subscribe".
+    regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/:]+)", re.escape(template))
     return re.compile(regex + r"\Z")
 
 
@@ -137,13 +141,16 @@ def build(route: Route, params: Mapping[str, Any], *, tenant: str | None = None)
     """The path of ``route`` with its placeholders filled from ``params`` (encoded).
 
     Raises:
-        ValueError: A path parameter is missing or empty.
+        ValueError: A path parameter is missing, empty, ``.``/``..`` or holds a ``/``
+            (no server can route it: encoded slashes are refused, see :func:`match`).
     """
     path = route.template
     for placeholder, member in route.params.items():
         value = params.get(member)
         if not isinstance(value, str) or not value:
             raise ValueError(f"{member} is required")
+        if "/" in value or value in (".", ".."):
+            raise ValueError(f"{member} {value!r} can not be a REST path segment")
         path = path.replace("{" + placeholder + "}", quote(value, safe=""))
     if tenant and route.revision == "1.0":
         path = "/" + quote(tenant, safe="") + path

@@ -343,3 +343,30 @@ def test_rest_streams_carry_heartbeats_and_bare_events(waiting: tuple[Served, Ec
     assert "task" in events[0]
     assert "jsonrpc" not in events[0]
     assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_get_subscribe_is_subscribe_not_get_task(waiting: tuple[Served, EchoAgent]) -> None:
+    """The proto's ``GET /tasks/{id}:subscribe`` must not be read as GetTask of
+    ``{id}:subscribe`` (both templates match the path's first segment)."""
+    served, agent = waiting
+    started = A2AClient(served.url + "/rest", binding="HTTP+JSON").send_message(
+        "wait", return_immediately=True
+    )
+    assert isinstance(started, Task)
+    assert agent.started.wait(5.0)
+    parts = urlsplit(served.url)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    try:
+        conn.request("GET", f"/rest/tasks/{started.id}:subscribe", headers=V1)
+        response = conn.getresponse()
+        assert response.status == 200
+        assert response.getheader("Content-Type") == "text/event-stream"
+        first = b""
+        while not first.startswith(b"data: "):  # bounded by the socket timeout
+            first = response.readline()
+            assert first, "the stream ended before its first event"
+        assert json.loads(first[6:])["task"]["id"] == started.id
+        agent.release.set()
+        response.read()
+    finally:
+        conn.close()
