@@ -177,7 +177,7 @@ def test_card_url_for_what_users_type() -> None:
 def test_card_without_a_usable_interface_is_a_configuration_error(
     rsps: responses.RequestsMock,
 ) -> None:
-    serve_card(rsps, card_json(("http://a.test/rest", "HTTP+JSON", "0.3"), ("x", "GRPC", "1.0")))
+    serve_card(rsps, card_json(("http://a.test/rest", "HTTP+JSON", "2.0"), ("x", "GRPC", "1.0")))
     with pytest.raises(ConfigurationError):
         A2AClient.from_url("http://a.test")
     with pytest.raises(ConfigurationError):

@@ -370,3 +370,33 @@ def test_get_subscribe_is_subscribe_not_get_task(waiting: tuple[Served, EchoAgen
         response.read()
     finally:
         conn.close()
+
+
+def test_rest_under_a_mount_prefix_keeps_its_routes_and_card() -> None:
+    """Mounted under a prefix (what Flask's DispatcherMiddleware or Django do: SCRIPT_NAME
+    set, PATH_INFO the rest, REQUEST_URI the whole path), REST routes, encoded-path
+    checks and the card's REST URL all follow the prefix."""
+    app = A2AApplication(
+        attrs.evolve(card(), supported_interfaces=[]), EchoAgent(), rest_path="/rest"
+    )
+
+    def mounted(environ: dict[str, Any], start_response: Any) -> Any:
+        path = environ.get("PATH_INFO", "")
+        if not path.startswith("/agents/echo"):
+            start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [b"outside the mount"]
+        environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + "/agents/echo"
+        environ["PATH_INFO"] = path[len("/agents/echo") :]
+        return app(environ, start_response)
+
+    with serve_in_thread(mounted) as url:
+        base = url + "/agents/echo"
+        with A2AClient.from_url(base, bindings=["HTTP+JSON"]) as client:
+            assert client.url == base + "/rest"
+            task = client.send_message("mounted")
+            assert isinstance(task, Task)
+            assert client.get_task(task.id).text == "echo: mounted"
+        served = Served(app, url)
+        status, _, answer = served.request("GET", "/agents/echo/rest/tasks/a%2Fb", headers=V1)
+        assert (status, answer["error"]["code"]) == (404, 404)
+    app.close(1.0)
