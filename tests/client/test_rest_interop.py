@@ -225,16 +225,19 @@ def proxy(a2a_sdk_rest_agent: AgentProcess, fault_proxy: FaultProxyFactory) -> F
     return fault_proxy(a2a_sdk_rest_agent.url)
 
 
-def via_rest(proxy: FaultProxy) -> A2AClient:
+def via_rest(proxy: FaultProxy, revision: str = "1.0") -> A2AClient:
     return A2AClient(
         proxy.url + "/rest",
         binding="HTTP+JSON",
+        revision=revision,  # type: ignore[arg-type]
         transport=HTTPTransport(timeout=PEER_TIMEOUT),
     )
 
 
 def test_resilient_stream_cut_is_resumed_over_rest(proxy: FaultProxy, rest: A2AClient) -> None:
-    client = ResilientA2AClient(via_rest(proxy), CONFIG, sleep=ClearProxy(proxy))
+    """Both revisions: 1.0 resubscribes with POST /tasks/{id}:subscribe, 0.3 with
+    POST /v1/tasks/{id}:subscribe (the `rest` fixture runs each)."""
+    client = ResilientA2AClient(via_rest(proxy, rest.revision), CONFIG, sleep=ClearProxy(proxy))
     proxy.cut_after_events(1)
     stream = client.stream_message("slow 10")
     events = list(stream)
@@ -247,4 +250,5 @@ def test_resilient_stream_cut_is_resumed_over_rest(proxy: FaultProxy, rest: A2AC
 def test_resilient_send_and_wait_over_rest(proxy: FaultProxy) -> None:
     client = ResilientA2AClient(via_rest(proxy), CONFIG, sleep=Sleeps())
     task = client.send_and_wait("echo resilient")
+    assert isinstance(task, Task)
     assert (task.state, task.text) == (TaskState.completed, "resilient")

@@ -54,7 +54,9 @@ class Served:
         return response.status, heads, json.loads(raw) if raw else None
 
     def stored(self) -> list[Task]:
-        return self.app.handler.store.list_tasks(ListTasksParams(), principal=ANONYMOUS.name).tasks
+        result = self.app.handler.store.list_tasks(ListTasksParams(), principal=ANONYMOUS.name)
+        tasks: list[Task] = result.tasks
+        return tasks
 
 
 def reason(body: Any) -> str | None:
