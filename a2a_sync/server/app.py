@@ -272,18 +272,14 @@ class A2AApplication:
         body = read_body(environ, self.max_body_bytes)
         if body is None:
             return plain(start_response, "413 Content Too Large", "request body too large")
-        with self._lock:
-            if self._closing:
-                return plain(
-                    start_response, "503 Service Unavailable", "shutting down", retry_after_header()
-                )
-            self._in_flight += 1
+        if not self._admit():
+            return plain(
+                start_response, "503 Service Unavailable", "shutting down", retry_after_header()
+            )
         try:
             return self._rpc(environ, start_response, body, principal)
         finally:
-            with self._lock:
-                self._in_flight -= 1
-                self._lock.notify_all()
+            self._release()
 
     # -- the card ----------------------------------------------------------------------------
 
