@@ -18,11 +18,11 @@ import attrs
 import pytest
 
 from a2a_sync.client import A2AClient, BearerToken
-from a2a_sync.errors import HTTPStatusError, InvalidParams, TaskNotFound
+from a2a_sync.errors import HTTPStatusError, InvalidParams, TaskNotFound, UnsupportedOperation
 from a2a_sync.server.app import A2AApplication
 from a2a_sync.server.auth import ANONYMOUS, BearerTokens
 from a2a_sync.server.serving import serve_in_thread
-from a2a_sync.types import ListTasksParams, Task, TaskState
+from a2a_sync.types import ListTasksParams, Task, TaskState, TaskStatus
 from tests.server.agents import EchoAgent, card
 
 V1 = {"A2A-Version": "1.0"}
@@ -126,6 +126,58 @@ def test_bad_bodies_are_400_with_a_reason(
     assert answer["error"]["code"] == 400
     assert reason(answer) == expected
     assert served.stored() == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/rest/tasks/{id}:cancel",
+        "/rest/tasks/{id}:subscribe",
+        "/rest/tasks/{id}/pushNotificationConfigs",
+        "/rest/v1/message:send",
+        "/rest/v1/tasks/{id}:cancel",
+        "/rest/v1/tasks/{id}/pushNotificationConfigs",
+    ],
+)
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b"{not json", "PARSE_ERROR"),
+        (b"\xff\xfe{}", "PARSE_ERROR"),
+        (b'"just a string"', "INVALID_REQUEST"),
+    ],
+)
+def test_every_body_route_refuses_bad_json_and_changes_nothing(
+    served: Served, path: str, body: bytes, expected: str
+) -> None:
+    task = A2AClient(served.url + "/rest", binding="HTTP+JSON").send_message("keep me")
+    assert isinstance(task, Task)
+    headers = {"Content-Type": "application/json"} if "/v1/" in path else JSON
+    status, _, answer = served.request("POST", path.format(id=task.id), body, headers)
+    assert (status, reason(answer)) == (400, expected)
+    stored = served.stored()
+    assert [(t.id, t.status.state) for t in stored] == [(task.id, TaskState.completed)]
+    assert served.app.handler.store.list_push_configs(task.id) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (b'{"url": 5}', "url"),
+        (b'{"url": "https://hooks.example/x", "authentication": "basic"}', "authentication"),
+        (b'{"url": "https://hooks.example/x", "token": ["a"]}', "token"),
+    ],
+)
+def test_push_config_with_wrong_types_is_invalid_params(
+    served: Served, body: bytes, field: str
+) -> None:
+    task = A2AClient(served.url + "/rest", binding="HTTP+JSON").send_message("keep me")
+    assert isinstance(task, Task)
+    path = f"/rest/tasks/{task.id}/pushNotificationConfigs"
+    status, _, answer = served.request("POST", path, body, JSON)
+    assert (status, reason(answer)) == (400, "INVALID_PARAMS")
+    assert field in json.dumps(answer)
+    assert served.app.handler.store.list_push_configs(task.id) == []
 
 
 @pytest.mark.parametrize(
@@ -401,4 +453,45 @@ def test_rest_under_a_mount_prefix_keeps_its_routes_and_card() -> None:
         served = Served(app, url)
         status, _, answer = served.request("GET", "/agents/echo/rest/tasks/a%2Fb", headers=V1)
         assert (status, answer["error"]["code"]) == (404, 404)
+    app.close(1.0)
+
+
+class FailingMidStream:
+    """A handler whose stream sends the task, then fails with a protocol error."""
+
+    def dispatch(self, operation: Any, params: Any, call: Any) -> Any:
+        raise UnsupportedOperation("no unary calls here")
+
+    def dispatch_stream(self, operation: Any, params: Any, call: Any) -> Iterator[Any]:
+        yield Task(id="t-1", context_id="c-1", status=TaskStatus(state=TaskState.working))
+        raise UnsupportedOperation("the agent gave up")
+
+
+@pytest.mark.parametrize(
+    ("binding", "revision"), [("HTTP+JSON", "1.0"), ("HTTP+JSON", "0.3"), ("JSONRPC", "1.0")]
+)
+def test_an_error_mid_stream_is_one_typed_error_event(binding: str, revision: str) -> None:
+    app = A2AApplication(
+        attrs.evolve(card(), supported_interfaces=[]), handler=FailingMidStream(), rest_path="/rest"
+    )
+    with serve_in_thread(app) as url:
+        client = A2AClient.from_url(url, bindings=[binding], revisions=(revision,))  # type: ignore[arg-type]
+        with client.stream_message("hi") as stream:
+            first = next(iter(stream))
+            assert isinstance(first, Task)
+            with pytest.raises(UnsupportedOperation, match="gave up"):
+                next(iter(stream))
+        if binding == "HTTP+JSON":  # the raw frame: event: error, data: a Status
+            parts = urlsplit(url)
+            conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+            path = "/rest/message:stream" if revision == "1.0" else "/rest/v1/message:stream"
+            headers = JSON if revision == "1.0" else {"Content-Type": "application/json"}
+            try:
+                conn.request("POST", path, json.dumps(SEND).encode(), headers)
+                raw = conn.getresponse().read()
+            finally:
+                conn.close()
+            assert b"event: error\ndata: " in raw
+            error = json.loads(raw.split(b"event: error\ndata: ")[1].split(b"\n")[0])
+            assert reason(error) == "UNSUPPORTED_OPERATION"
     app.close(1.0)
