@@ -7,10 +7,10 @@ test_rest_interop.py.
 from __future__ import annotations
 
 import json
-from urllib.parse import parse_qsl
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import parse_qsl
 
 import pytest
 import responses
