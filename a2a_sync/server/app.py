@@ -14,6 +14,8 @@ Routes (relative to where the app is mounted):
   (``message/send`` ...) are taken without it. Streaming methods answer
   ``text/event-stream``: one ``data:`` line per event, each a full JSON-RPC response
   carrying the request id, flushed as produced, with ``: keep-alive`` comments while idle.
+* Below ``rest_path`` (when given) — the HTTP+JSON binding, A2A 1.0 and 0.3
+  (:mod:`a2a_sync.server.bindings.rest`), over the same handler, checks and limits.
 
 Envelope rules (checked in this order, before any work): a bad ``Host`` on a protected
 app is 421, a foreign ``Origin`` 403, a missing ``Content-Type`` 400, a non-JSON one 415,
