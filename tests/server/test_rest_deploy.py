@@ -59,7 +59,7 @@ def test_gunicorn_serves_rest_in_both_revisions(tmp_path: Path) -> None:
             with A2AClient.from_url(
                 url,
                 bindings=["HTTP+JSON"],
-                revisions=(revision,),  # type: ignore[arg-type]
+                revisions=(revision,),
             ) as client:
                 assert client.url == url + "/rest"
                 task = client.send_message("hello")
