@@ -83,8 +83,11 @@ def test_the_card_lists_the_rest_interface(served: Served) -> None:
     assert status == 200
     bindings = [(i["protocolBinding"], i["protocolVersion"]) for i in body["supportedInterfaces"]]
     assert ("HTTP+JSON", "1.0") in bindings
+    assert ("HTTP+JSON", "0.3") in bindings
     rest = next(i for i in body["supportedInterfaces"] if i["protocolBinding"] == "HTTP+JSON")
     assert rest["url"] == served.url + "/rest"
+    # the merged 0.3 fields name it too (0.3 clients read additionalInterfaces)
+    assert body["additionalInterfaces"] == [{"url": served.url + "/rest", "transport": "HTTP+JSON"}]
 
 
 def test_our_client_uses_rest_when_preferred(served: Served) -> None:
