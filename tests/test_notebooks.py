@@ -42,6 +42,8 @@ NOTEBOOKS: Final = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 EXPECTED_OUTPUTS: Final = {
     "01_a2a_quickstart.ipynb": [
         "Demo agent",  # the rendered card
+        "HTTP+JSON http://127.0.0.1:",  # the binding chosen from the user's preference
+        "echo: Hello over REST",
         "echo: Hello, agent!",
         "1 2 3 4 5",
         "For how many people?",

@@ -102,8 +102,13 @@ def _client(args: argparse.Namespace) -> A2AClient:
     elif args.api_key:
         credentials = APIKey(args.api_key)
     revisions: tuple[Any, ...] = (args.revision,) if args.revision else ("1.0", "0.3")
+    bindings = (args.binding,) if args.binding else ("JSONRPC", "HTTP+JSON")
     return A2AClient.from_url(
-        args.url, credentials=credentials, timeout=args.timeout, revisions=revisions
+        args.url,
+        credentials=credentials,
+        timeout=args.timeout,
+        revisions=revisions,
+        bindings=bindings,
     )
 
 
@@ -126,7 +131,7 @@ def _cmd_card(args: argparse.Namespace, out: _Output) -> int:
         out.line(f"{card.name} {card.version}".rstrip())
         if card.description:
             out.line(f"  {card.description}")
-        out.line(f"  endpoint: {client.url} (A2A {client.revision})")
+        out.line(f"  endpoint: {client.url} (A2A {client.revision}, {client.binding})")
         for interface in card.supported_interfaces:
             out.line(
                 f"  interface: {interface.protocol_binding} {interface.protocol_version} "
@@ -384,6 +389,11 @@ def _parser() -> argparse.ArgumentParser:
     a2a.add_argument("--token", help="bearer token for the agent")
     a2a.add_argument("--api-key", help="API key for the agent")
     a2a.add_argument("--revision", choices=("1.0", "0.3"), help="A2A revision to use")
+    a2a.add_argument(
+        "--binding",
+        choices=("JSONRPC", "HTTP+JSON"),
+        help="protocol binding to use (default: JSON-RPC, else HTTP+JSON, as the card offers)",
+    )
     a2a.add_argument(
         "--wait-timeout",
         type=float,

@@ -58,6 +58,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--card", help="agent card JSON file (for an executor)")
     parser.add_argument(
+        "--rest-path",
+        help="also serve the HTTP+JSON (REST) binding below this path, e.g. /rest "
+        "(for an executor)",
+    )
+    parser.add_argument(
         "--grace",
         type=float,
         default=DEFAULT_GRACE_PERIOD,
@@ -177,6 +182,8 @@ def _application(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple
     if card is None:
         if args.database:
             raise ConfigurationError("--database is for executors; the app has its store")
+        if args.rest_path:
+            raise ConfigurationError("--rest-path is for executors; give the app rest_path=")
         return app, args.target
     database = args.database or DEFAULT_DATABASE
     store = None
@@ -184,7 +191,8 @@ def _application(args: argparse.Namespace, stack: contextlib.ExitStack) -> tuple
         store = open_task_store(database)  # SQLite, or PostgreSQL for a postgresql:// URL
         stack.callback(store.close)
     where = "in memory" if store is None else _redacted(database)
-    return A2AApplication(card, app, task_store=store), f"{card.name} ({args.target}, {where})"
+    app = A2AApplication(card, app, task_store=store, rest_path=args.rest_path)
+    return app, f"{card.name} ({args.target}, {where})"
 
 
 def run_serve(args: argparse.Namespace, out: IO[str], as_json: bool) -> int:

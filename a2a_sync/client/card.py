@@ -38,6 +38,11 @@ _JSONRPC: Final = "JSONRPC"
 #: Declared revisions spoken to as another: A2A 0.2.x (0.2.5, 0.2.6) has the JSON-RPC
 #: methods and objects of 0.3 (``message/send``, ``tasks/resubscribe``, ...).
 COMPATIBLE_REVISIONS: Final[Mapping[str, Revision]] = {"0.2": "0.3"}
+#: The revisions each binding is spoken in (a2a_sync's REST binding: 1.0 only).
+_BINDING_REVISIONS: Final[dict[str, tuple[str, ...]]] = {
+    _JSONRPC: ("1.0", "0.3"),
+    "HTTP+JSON": ("1.0", "0.3"),
+}
 
 #: Verifies a raw card (the JSON object as received) and returns the card *as verified*
 #: (e.g. :func:`a2a_sync.signing.card_verifier`); raises SignatureError on failure. The
@@ -152,29 +157,35 @@ def select_interface(
     *,
     card_url: str | None = None,
     revisions: Sequence[Revision] = REVISIONS,
+    bindings: Sequence[str] = (_JSONRPC,),
 ) -> tuple[AgentInterface, Revision]:
-    """Pick the endpoint to talk to: the first JSON-RPC interface of the most preferred
-    revision this client speaks (1.0, then 0.3), in the card's order.
+    """Pick the endpoint to talk to: for the most preferred revision this client speaks
+    (1.0, then 0.3), the first interface of the most preferred binding in ``bindings``
+    (``"JSONRPC"``, ``"HTTP+JSON"``), in the card's order.
 
     The chosen interface's URL must be absolute ``http(s)`` (A2A 1.0: "a valid absolute
     HTTPS URL in production"); a relative or empty one is refused, never resolved
     against the card's address. ``card_url`` is accepted for compatibility and unused.
 
     Raises:
-        ConfigurationError: The card offers no JSON-RPC interface in a known revision.
+        ConfigurationError: The card offers no interface of ``bindings`` in a known
+            revision.
         ProtocolError: The chosen interface's URL is not an absolute http(s) URL.
     """
     del card_url
-    for revision in revisions:
+    wanted = [b.upper() for b in bindings]
+    for revision, binding in ((r, b) for r in revisions for b in wanted):
+        if revision not in _BINDING_REVISIONS.get(binding, ()):
+            continue
         for interface in _as_spoken(card):
-            if interface.protocol_binding.upper() != _JSONRPC:
+            if interface.protocol_binding.upper() != binding:
                 continue
             if interface.protocol_revision != revision:
                 continue
             parts = urlsplit(interface.url)
             if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
                 raise ProtocolError(
-                    f"agent {card.name!r} lists a {revision} JSON-RPC interface whose URL "
+                    f"agent {card.name!r} lists a {revision} {binding} interface whose URL "
                     f"{redact_url(interface.url)!r} is not an absolute http(s) URL",
                     details=["interface URL must be absolute http(s) @ $.supportedInterfaces"],
                 )
@@ -190,7 +201,7 @@ def select_interface(
         else ""
     )
     raise ConfigurationError(
-        f"agent {card.name!r} offers no JSON-RPC interface in A2A "
+        f"agent {card.name!r} offers no {' or '.join(bindings)} interface in A2A "
         f"{' or '.join(revisions)} (it offers: {offered or 'nothing'}){hint}"
     )
 

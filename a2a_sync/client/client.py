@@ -28,7 +28,8 @@ from ..errors import ConfigurationError, ProtocolError, UnsupportedOperation
 from ..policies import RetryPolicy, Timeout
 from ._message import MessageInput, as_message, send_params
 from .auth import Credentials, OriginBoundCredentials, origin_of
-from .bindings.jsonrpc import JSONRPCTransport, TimeoutArg, static_headers
+from .bindings import JSONRPC, Binding, binding_class
+from .bindings.jsonrpc import TimeoutArg, static_headers
 from .card import CardFetch, CardVerifier, fetch_card, select_interface, verify_with
 from .stream import TaskStream
 
@@ -56,8 +57,9 @@ class A2AClient:
     ``timeout=`` per call to override the client's default.
 
     Args:
-        url: The JSON-RPC endpoint.
+        url: The endpoint (JSON-RPC URL, or the HTTP+JSON base URL).
         revision: ``"1.0"`` or ``"0.3"``.
+        binding: ``"JSONRPC"`` (default) or ``"HTTP+JSON"`` (A2A 1.0 REST).
         card: The agent's card, if known (used for credentials and capabilities).
         credentials: A :class:`~a2a_sync.client.auth.Credentials` (e.g. ``BearerToken``,
             ``APIKey``), sent only to ``trusted_origins``.
@@ -83,6 +85,7 @@ class A2AClient:
         url: str,
         *,
         revision: Revision = "1.0",
+        binding: str = JSONRPC,
         card: AgentCard | None = None,
         credentials: Credentials | None = None,
         trusted_origins: Iterable[str] | None = None,
@@ -100,6 +103,12 @@ class A2AClient:
     ) -> None:
         if revision not in REVISIONS:
             raise ConfigurationError(f"unknown A2A revision {revision!r}; use one of {REVISIONS}")
+        binding_cls = binding_class(binding)
+        if binding_cls is None:
+            raise ConfigurationError(
+                f"unknown A2A binding {binding!r}; use 'JSONRPC' or 'HTTP+JSON'"
+            )
+        self.binding = binding.strip().upper()
         self.url = url
         self.revision: Revision = revision
         self.tenant = tenant
@@ -132,7 +141,8 @@ class A2AClient:
             transport = HTTPTransport(timeout=timeout, retry=retry, verify=verify)
         self._transport = transport
         default_timeout = transport.timeout if timeout is None else Timeout.coerce(timeout)
-        self._rpc = JSONRPCTransport(
+        self._rpc: Binding
+        self._rpc = binding_cls(
             url=url,
             revision=revision,
             http=transport,
@@ -153,6 +163,7 @@ class A2AClient:
         url: str,
         *,
         revisions: Sequence[Revision] = REVISIONS,
+        bindings: Sequence[str] = ("JSONRPC", "HTTP+JSON"),
         verify_card: CardVerifier | None = None,
         card_headers: Mapping[str, str] | None = None,
         **kwargs: Any,
@@ -160,12 +171,15 @@ class A2AClient:
         """Fetch the agent's card from ``url`` and connect to its preferred interface.
 
         ``url`` is the agent's base URL (the card is at ``/.well-known/agent-card.json``
-        below it, with a fallback to ``agent.json``) or the card's own URL. The first
-        JSON-RPC interface in the most preferred revision is used (1.0, then 0.3).
+        below it, with a fallback to ``agent.json``) or the card's own URL. For the most
+        preferred revision (1.0, then 0.3) the card's first interface of the most
+        preferred binding is used.
 
         Args:
             url: Base URL or card URL.
             revisions: Revisions to accept, most preferred first.
+            bindings: Bindings to accept, most preferred first (``"JSONRPC"``,
+                ``"HTTP+JSON"``), e.g. ``bindings=["HTTP+JSON", "JSONRPC"]``.
             verify_card: Called with the raw card before it is used; it returns the
                 card as verified (which is what the client uses) or raises
                 :class:`~a2a_sync.errors.SignatureError` to reject it, e.g.
@@ -196,11 +210,12 @@ class A2AClient:
                 timeout=kwargs.get("timeout"),
             )
             interface, revision = select_interface(
-                fetched.card, card_url=fetched.url, revisions=revisions
+                fetched.card, card_url=fetched.url, revisions=revisions, bindings=bindings
             )
             client = cls(
                 interface.url,
                 revision=revision,
+                binding=interface.protocol_binding,
                 transport=transport,
                 tenant=interface.tenant,
                 _card_fetch=fetched,
@@ -215,12 +230,26 @@ class A2AClient:
         return client
 
     @classmethod
-    def from_card(cls, card: AgentCard, *, card_url: str | None = None, **kwargs: Any) -> A2AClient:
+    def from_card(
+        cls,
+        card: AgentCard,
+        *,
+        card_url: str | None = None,
+        bindings: Sequence[str] = ("JSONRPC", "HTTP+JSON"),
+        **kwargs: Any,
+    ) -> A2AClient:
         """Connect to the preferred interface of a card you already have."""
-        interface, revision = select_interface(card, card_url=card_url)
+        interface, revision = select_interface(card, card_url=card_url, bindings=bindings)
         if card_url is not None and "trusted_origins" not in kwargs:
             kwargs["trusted_origins"] = [card_url]
-        return cls(interface.url, revision=revision, card=card, tenant=interface.tenant, **kwargs)
+        return cls(
+            interface.url,
+            revision=revision,
+            binding=interface.protocol_binding,
+            card=card,
+            tenant=interface.tenant,
+            **kwargs,
+        )
 
     def with_options(
         self, *, timeout: TimeoutArg = None, retry: RetryPolicy | None = None
@@ -505,9 +534,9 @@ class A2AClient:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<A2AClient {redact_url(self.url)} A2A {self.revision}>"
+        return f"<A2AClient {redact_url(self.url)} A2A {self.revision} {self.binding}>"
 
-    # -- calls over the JSON-RPC transport --------------------------------------------------------
+    # -- calls over the binding --------------------------------------------------------
 
     def _call(
         self,
@@ -539,4 +568,5 @@ class A2AClient:
             load_event=self._codec.load_stream_event,
             revision=self.revision,
             fetch_task=self.get_task,
+            unwrap=self._rpc.unwrap_event,
         )

@@ -19,6 +19,8 @@ logger = logging.getLogger(__name__)
 
 #: Turns one JSON-RPC ``result`` of a stream into a model (the revision's codec).
 EventLoader = Callable[[Any], StreamEvent]
+#: One event's result from its decoded payload (the binding's ``unwrap_event``).
+EventUnwrap = Callable[[Any, "set[int | str]"], Any]
 #: Reads a task by id (the client's ``get_task``).
 TaskFetcher = Callable[[str], Task]
 
@@ -55,10 +57,12 @@ class TaskStream:
         load_event: EventLoader,
         revision: str,
         fetch_task: TaskFetcher | None = None,
+        unwrap: EventUnwrap | None = None,
     ) -> None:
         self._sse = sse
         self._request_ids: set[int | str] = {request_id}
         self._load_event = load_event
+        self._unwrap = unwrap
         self.revision = revision
         self._snapshot: Task | None = None
         self._unfolded: list[StreamEvent] = []
@@ -158,6 +162,8 @@ class TaskStream:
             return event
 
     def _decode(self, envelope: Any) -> StreamEvent:
+        if self._unwrap is not None:  # the binding knows its event framing
+            return self._load_event(self._unwrap(envelope, self._request_ids))
         request_id = envelope.get("id") if isinstance(envelope, dict) else None
         if request_id not in self._request_ids:
             request_id = next(iter(self._request_ids))

@@ -15,7 +15,7 @@ from .._net.jsonrpc import encode_result
 from ..a2a.codec import Codec
 from ..a2a.types import StreamEvent
 from ..errors import InternalError, RPCError
-from ._wire import error_payload
+from ._wire import StartResponse, error_payload, plain, retry_after_header
 
 __all__ = ["SSE_HEADERS", "Prefetched", "RefusalLog", "SSEBody"]
 
@@ -102,6 +102,13 @@ class SSEBody:
         self._done = False
         self._closed = False
 
+    @staticmethod
+    def busy(start_response: StartResponse) -> list[bytes]:
+        """The answer when no stream may open now (cap reached, or closing): 503."""
+        return plain(
+            start_response, "503 Service Unavailable", "too many streams", retry_after_header()
+        )
+
     def attach(self, events: Any) -> None:
         self._events = events
 
@@ -123,22 +130,26 @@ class SSEBody:
                     return _HEARTBEAT
             else:
                 event = next(events)
-            data = encode_result(self._id, self._codec.dump_stream_event(event))
+            data = self._frame(event)
         except StopIteration:
             self.close()
             raise
         except RPCError as exc:
             self._done = True
-            return b"event: error\ndata: " + error_payload(exc, self._id, self._revision) + b"\n\n"
+            return b"event: error\ndata: " + self._error_frame(exc) + b"\n\n"
         except Exception:  # the stream's top level: log, one error event, end
             logger.exception("internal error in an event stream")
             self._done = True
-            return (
-                b"event: error\ndata: "
-                + error_payload(InternalError(), self._id, self._revision)
-                + b"\n\n"
-            )
+            return b"event: error\ndata: " + self._error_frame(InternalError()) + b"\n\n"
         return b"data: " + data + b"\n\n"
+
+    def _frame(self, event: StreamEvent) -> bytes:
+        """One event's ``data`` (JSON-RPC: a response carrying the request id)."""
+        return encode_result(self._id, self._codec.dump_stream_event(event))
+
+    def _error_frame(self, exc: RPCError) -> bytes:
+        """An error event's ``data`` (JSON-RPC: an error response)."""
+        return error_payload(exc, self._id, self._revision)
 
     def interrupt(self) -> None:
         """End the stream soon (server shutdown): its reader stops at the next poll."""

@@ -16,6 +16,7 @@ from .._net.jsonrpc import Request, encode
 from .._net.unicode import describe_surrogate, find_surrogate, may_hold_surrogate
 from ..a2a.card_codec import dump_card
 from ..a2a.codec import Codec
+from ..a2a.error_codes import error_details
 from ..a2a.methods import Operation
 from ..a2a.types import (
     GetTaskParams,
@@ -51,6 +52,7 @@ __all__ = [
     "headers_of",
     "host_allowed",
     "load_params",
+    "loads_strict",
     "plain",
     "proto_names_to_json",
     "read_body",
@@ -67,26 +69,6 @@ RETRY_AFTER_SECONDS: Final = 5
 LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "::1")
 JSON_TYPES: Final = ("application/json", "application/a2a+json")
 JSON_HEADERS: Final = [("Content-Type", "application/json")]
-_ERROR_INFO: Final = "type.googleapis.com/google.rpc.ErrorInfo"
-_BAD_REQUEST: Final = "type.googleapis.com/google.rpc.BadRequest"
-_DOMAIN: Final = "a2a-protocol.org"
-#: ErrorInfo reasons of A2A 1.0 (the error name in UPPER_SNAKE without "Error").
-_REASONS: Final = {
-    -32600: "INVALID_REQUEST",
-    -32601: "METHOD_NOT_FOUND",
-    -32602: "INVALID_PARAMS",
-    -32603: "INTERNAL_ERROR",
-    -32001: "TASK_NOT_FOUND",
-    -32002: "TASK_NOT_CANCELABLE",
-    -32003: "PUSH_NOTIFICATION_NOT_SUPPORTED",
-    -32004: "UNSUPPORTED_OPERATION",
-    -32005: "CONTENT_TYPE_NOT_SUPPORTED",
-    -32006: "INVALID_AGENT_RESPONSE",
-    -32007: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
-    -32008: "EXTENSION_SUPPORT_REQUIRED",
-    -32009: "VERSION_NOT_SUPPORTED",
-}
-
 #: The parameter model of each operation (``None``: no params).
 PARAMS: Final[dict[Operation, type | None]] = {
     Operation.SEND_MESSAGE: SendMessageParams,
@@ -129,10 +111,7 @@ def decode(body: bytes) -> Request:
             (A2A has none) or a malformed envelope (``request_id`` set when readable);
             -32602 naming the field for a lone surrogate in ``params``.
     """
-    try:
-        obj = json.loads(body, parse_constant=_no_constant, object_pairs_hook=_unique_members)
-    except (ValueError, RecursionError) as exc:
-        raise ParseError() from exc
+    obj = loads_strict(body)
     if isinstance(obj, list):
         raise InvalidRequest("Batch requests are not supported")
     if not isinstance(obj, dict):
@@ -184,6 +163,18 @@ def _refuse_surrogates(obj: dict[str, Any], request_id: Any) -> None:
         raise _with_id(
             InvalidRequest(f"{path} is not valid Unicode text (lone surrogate)"), request_id
         )
+
+
+def loads_strict(body: bytes) -> Any:
+    """Parse a request body as strict JSON (see :func:`decode`).
+
+    Raises:
+        ParseError: Not JSON, invalid UTF-8, ``NaN``, duplicate members, too deep.
+    """
+    try:
+        return json.loads(body, parse_constant=_no_constant, object_pairs_hook=_unique_members)
+    except (ValueError, RecursionError) as exc:
+        raise ParseError() from exc
 
 
 def _with_id(exc: RPCError, request_id: Any) -> RPCError:
@@ -344,33 +335,13 @@ def error_object(exc: RPCError, revision: str) -> dict[str, Any]:
     ``data`` through.
     """
     error: dict[str, Any] = {"code": exc.code, "message": exc.message}
-    reason = _REASONS.get(exc.code)
-    if revision != "1.0" or reason is None:
+    details = error_details(exc) if revision == "1.0" else None
+    if details is None:
         if exc.data is not None:
             error["data"] = exc.data
         return error
-    data = exc.data if isinstance(exc.data, dict) else {}
-    violations = data.get("errors") if isinstance(exc, InvalidParams) else None
-    metadata = {k: v for k, v in data.items() if isinstance(v, str)}
-    details: list[dict[str, Any]] = [
-        {"@type": _ERROR_INFO, "reason": reason, "domain": _DOMAIN, "metadata": metadata}
-    ]
-    if isinstance(violations, list):
-        details.append(
-            {
-                "@type": _BAD_REQUEST,
-                "fieldViolations": [_violation(str(v)) for v in violations],
-            }
-        )
     error["data"] = details
     return error
-
-
-def _violation(text: str) -> dict[str, str]:
-    description, _, path = text.rpartition(" @ ")
-    if not description:
-        return {"field": "", "description": text}
-    return {"field": path.removeprefix("$.").removeprefix("$"), "description": description}
 
 
 def error_payload(exc: RPCError, request_id: Any, revision: str) -> bytes:

@@ -14,6 +14,8 @@ Routes (relative to where the app is mounted):
   (``message/send`` ...) are taken without it. Streaming methods answer
   ``text/event-stream``: one ``data:`` line per event, each a full JSON-RPC response
   carrying the request id, flushed as produced, with ``: keep-alive`` comments while idle.
+* Below ``rest_path`` (when given) — the HTTP+JSON binding, A2A 1.0 and 0.3
+  (:mod:`a2a_sync.server.bindings.rest`), over the same handler, checks and limits.
 
 Envelope rules (checked in this order, before any work): a ``Host`` outside
 ``allowed_hosts`` is 421 (under any WSGI server), a foreign ``Origin`` 403, a missing
@@ -75,6 +77,7 @@ from ._wire import (
     unauthorized,
 )
 from .auth import ANONYMOUS, Authenticator, Principal
+from .bindings.rest import RESTBinding
 from .card import CARD_PATH, CardChooser, CardHeaders, CardPublisher, CardSigner
 from .context import CallContext
 from .executor import AgentExecutor, ExecuteFunction
@@ -149,6 +152,8 @@ class A2AApplication:
             hosts of the card's interface URLs. ``["*"]`` accepts any.
         allowed_origins: Origins accepted in ``Origin`` besides the request's own.
         rpc_path: Path of the JSON-RPC endpoint.
+        rest_path: Serve the HTTP+JSON (REST) binding too, its routes below this path
+            (``"/rest"``; ``""`` mounts them at the root). ``None`` (default): JSON-RPC only.
         max_body_bytes: Largest request body.
         max_streams: Streams open at once.
         heartbeat_interval: Silence on a stream before a keep-alive comment.
@@ -187,6 +192,7 @@ class A2AApplication:
         allowed_hosts: Sequence[str] | None = None,
         allowed_origins: Sequence[str] = (),
         rpc_path: str = "/",
+        rest_path: str | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_streams: int = DEFAULT_MAX_STREAMS,
         heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
@@ -257,7 +263,9 @@ class A2AApplication:
             allowed_hosts=self.allowed_hosts,
             headers=card_headers,
             chooser=card_for_request,
+            rest_path=rest_path,
         )
+        self._rest = RESTBinding(self, rest_path) if rest_path is not None else None
         self._lock = threading.Condition()
         self._streams: set[SSEBody] = set()
         self._refusals = RefusalLog()
@@ -277,6 +285,8 @@ class A2AApplication:
                     start_response, "405 Method Not Allowed", "use GET", [("Allow", "GET, HEAD")]
                 )
             return self._serve_card(environ, start_response, head=method == "HEAD")
+        if self._rest is not None and path != self.rpc_path and self._rest.owns(path):
+            return self._rest(environ, start_response)
         if path != self.rpc_path:
             return plain(start_response, "404 Not Found", "not found")
         if method != "POST":
@@ -298,18 +308,14 @@ class A2AApplication:
         body = read_body(environ, self.max_body_bytes)
         if body is None:
             return plain(start_response, "413 Content Too Large", "request body too large")
-        with self._lock:
-            if self._closing:
-                return plain(
-                    start_response, "503 Service Unavailable", "shutting down", retry_after_header()
-                )
-            self._in_flight += 1
+        if not self._admit():
+            return plain(
+                start_response, "503 Service Unavailable", "shutting down", retry_after_header()
+            )
         try:
             return self._rpc(environ, start_response, body, principal)
         finally:
-            with self._lock:
-                self._in_flight -= 1
-                self._lock.notify_all()
+            self._release()
 
     # -- the card ----------------------------------------------------------------------------
 
@@ -398,17 +404,14 @@ class A2AApplication:
         params: Any,
         call: CallContext,
         codec: Codec,
+        *,
+        body_class: type[SSEBody] = SSEBody,
     ) -> Iterable[bytes]:
         with self._lock:
             if len(self._streams) >= self.max_streams or self._closing:
                 self._refusals.note(len(self._streams))
-                return plain(
-                    start_response,
-                    "503 Service Unavailable",
-                    "too many streams",
-                    retry_after_header(),
-                )
-            body = SSEBody(
+                return body_class.busy(start_response)
+            body = body_class(
                 codec,
                 call.request_id,
                 call.revision,
@@ -431,6 +434,21 @@ class A2AApplication:
     def _stream_closed(self, body: SSEBody) -> None:
         with self._lock:
             self._streams.discard(body)
+            self._lock.notify_all()
+
+    # -- admission (shared by the bindings) ---------------------------------------------------
+
+    def _admit(self) -> bool:
+        """Count a unary call in flight; ``False`` when the app is closing (answer 503)."""
+        with self._lock:
+            if self._closing:
+                return False
+            self._in_flight += 1
+            return True
+
+    def _release(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
             self._lock.notify_all()
 
     # -- checks ------------------------------------------------------------------------------

@@ -113,9 +113,11 @@ class CardPublisher:
         allowed_hosts: frozenset[str] | None = None,
         headers: CardHeaders = (),
         chooser: CardChooser | None = None,
+        rest_path: str | None = None,
     ) -> None:
         self.card = card
         self._rpc_path = rpc_path
+        self._rest_path = rest_path
         self._signer = signer
         self._public_url = public_url.rstrip("/") if public_url else None
         self._allowed_hosts = allowed_hosts
@@ -155,17 +157,23 @@ class CardPublisher:
 
     def complete(self, card: AgentCard, environ: Mapping[str, Any]) -> AgentCard:
         """``card`` with this app's JSON-RPC interfaces (1.0 and 0.3) at the URL the
-        request came to, unless it lists interfaces of its own."""
+        request came to, and its HTTP+JSON interface when it serves one, unless it lists
+        interfaces of its own."""
         if card.supported_interfaces:
             return card
-        url = self.base(environ) + self._rpc_path
-        return attrs.evolve(
-            card,
-            supported_interfaces=[
-                AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
-                AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"),
-            ],
-        )
+        base = self.base(environ)
+        url = base + self._rpc_path
+        interfaces = [
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="0.3"),
+        ]
+        if self._rest_path is not None:
+            rest_url = base + (self._rest_path.rstrip("/") or "")
+            interfaces += [
+                AgentInterface(url=rest_url, protocol_binding="HTTP+JSON", protocol_version=v)
+                for v in ("1.0", "0.3")
+            ]
+        return attrs.evolve(card, supported_interfaces=interfaces)
 
     def _build(self, card: AgentCard) -> CardDocument:
         return CardDocument.of(self._signer(card) if self._signer is not None else card)

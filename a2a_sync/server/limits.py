@@ -22,6 +22,8 @@ __all__ = ["DEFAULT_UNARY_THREADS", "ServerLimits"]
 
 #: waitress threads kept for unary calls besides one per allowed stream.
 DEFAULT_UNARY_THREADS: Final = 8
+#: How far past the app's body limit waitress still buffers a body for the app to refuse.
+BODY_MARGIN: Final = 1024 * 1024
 
 
 def _positive(instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
@@ -69,7 +71,10 @@ class ServerLimits:
             "channel_timeout": self.idle_timeout,
             "cleanup_interval": self.sweep_interval,
             "max_request_header_size": self.max_header_bytes,
-            "max_request_body_size": max_body_bytes,
+            # Above the app's own limit, so that a body just over it reaches the app and
+            # gets the binding's JSON 413 (JSON-RPC or google.rpc.Status); waitress buffers
+            # whole bodies, and anything past this margin gets its plain 413 unread.
+            "max_request_body_size": max_body_bytes + BODY_MARGIN,
             "backlog": self.backlog,
             # select() cannot watch descriptors above FD_SETSIZE (1024): poll() can.
             "asyncore_use_poll": True,

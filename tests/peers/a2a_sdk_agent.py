@@ -42,7 +42,7 @@ from a2a.helpers import new_task
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryPushNotificationConfigStore, InMemoryTaskStore, TaskUpdater
 from a2a.types import (
     AgentCapabilities,
@@ -59,6 +59,7 @@ from a2a.types import (
 from starlette.applications import Starlette
 
 SLOW_INTERVAL = 0.05  # seconds between chunks of "slow N"
+REST_CARD_PATHS = ("/extendedAgentCard", "/v1/card")
 EXTENDED_CARD_METHODS = frozenset({"GetExtendedAgentCard", "agent/getAuthenticatedExtendedCard"})
 
 
@@ -148,6 +149,13 @@ class BearerGuard:
         self.expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        if (
+            scope["type"] == "http"
+            and scope["path"].endswith(REST_CARD_PATHS)
+            and dict(scope["headers"]).get(b"authorization") != self.expected
+        ):
+            await _refuse(send)
+            return
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)  # type: ignore[operator]
             return
@@ -185,12 +193,29 @@ class BearerGuard:
         await self.app(scope, replay, send)  # type: ignore[operator]
 
 
-def build_app(base_url: str, token: str) -> BearerGuard:
-    """The Starlette app for an agent reachable at ``base_url``."""
+async def _refuse(send: object) -> None:
+    await send(  # type: ignore[operator]
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")],
+        }
+    )
+    await send({"type": "http.response.body", "body": b"unauthorized"})  # type: ignore[operator]
+
+
+def build_app(base_url: str, token: str, rest: bool = False) -> BearerGuard:
+    """The Starlette app for an agent reachable at ``base_url``; ``rest`` adds the
+    HTTP+JSON binding (1.0 and 0.3) under ``/rest``, listed first in the card."""
     interfaces = [
         AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0", url=base_url),
         AgentInterface(protocol_binding="JSONRPC", protocol_version="0.3", url=base_url),
     ]
+    if rest:
+        interfaces[:0] = [
+            AgentInterface(protocol_binding="HTTP+JSON", protocol_version=v, url=base_url + "rest")
+            for v in ("1.0", "0.3")
+        ]
     common = dict(
         description="Scripted test agent",
         version="1.0.0",
@@ -221,6 +246,11 @@ def build_app(base_url: str, token: str) -> BearerGuard:
         routes=[
             *create_agent_card_routes(card),
             *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
+            *(
+                create_rest_routes(handler, path_prefix="/rest", enable_v0_3_compat=True)
+                if rest
+                else []
+            ),
         ]
     )
     return BearerGuard(app, token)
@@ -230,6 +260,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--token", default="test-token")
+    parser.add_argument("--rest", action="store_true", help="serve HTTP+JSON under /rest")
     args = parser.parse_args()
     # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted connections only for
     # sockets that say they are TCP; without it Nagle + delayed ACK add ~40 ms per answer.
@@ -237,7 +268,7 @@ def main() -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
     port = sock.getsockname()[1]
-    app = build_app(f"http://127.0.0.1:{port}/", args.token)
+    app = build_app(f"http://127.0.0.1:{port}/", args.token, rest=args.rest)
     config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
     print(f"PORT {port}", flush=True)
     uvicorn.Server(config).run(sockets=[sock])

@@ -38,7 +38,7 @@ import pytest
 
 from tests.peers import A2A_SDK_AGENT
 
-__all__ = ["AgentProcess", "a2a_sdk_agent", "start_agent"]
+__all__ = ["AgentProcess", "a2a_sdk_agent", "a2a_sdk_rest_agent", "start_agent"]
 
 #: Bearer token the agent requires for the extended card.
 AGENT_TOKEN = "test-token"
@@ -106,11 +106,13 @@ def _wait_until_served(card_url: str, proc: subprocess.Popen[bytes], deadline: f
 
 
 @contextlib.contextmanager
-def start_agent(token: str = AGENT_TOKEN) -> Iterator[AgentProcess]:
-    """Run the scripted agent for the duration of the ``with`` block."""
+def start_agent(token: str = AGENT_TOKEN, *, rest: bool = False) -> Iterator[AgentProcess]:
+    """Run the scripted agent for the duration of the ``with`` block (``rest``: with
+    the HTTP+JSON binding under ``/rest``, listed first in its card)."""
     with tempfile.TemporaryFile() as stderr:
         proc = subprocess.Popen(
-            [sys.executable, A2A_SDK_AGENT, "--port", "0", "--token", token],
+            [sys.executable, A2A_SDK_AGENT, "--port", "0", "--token", token]
+            + (["--rest"] if rest else []),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -140,4 +142,11 @@ def start_agent(token: str = AGENT_TOKEN) -> Iterator[AgentProcess]:
 def a2a_sdk_agent() -> Iterator[AgentProcess]:
     """The scripted a2a-sdk agent, started once per session (mark users ``peer``)."""
     with start_agent() as agent:
+        yield agent
+
+
+@pytest.fixture(scope="session")
+def a2a_sdk_rest_agent() -> Iterator[AgentProcess]:
+    """The scripted agent serving HTTP+JSON too (under ``/rest``; mark users ``peer``)."""
+    with start_agent(rest=True) as agent:
         yield agent

@@ -7,7 +7,9 @@ import attrs
 from a2a_sync.server.app import A2AApplication
 from tests.server.agents import EchoAgent, card
 
-app = A2AApplication(attrs.evolve(card(), supported_interfaces=[]), EchoAgent(), max_streams=4)
+app = A2AApplication(
+    attrs.evolve(card(), supported_interfaces=[]), EchoAgent(), max_streams=4, rest_path="/rest"
+)
 
 
 def worker_exit(server: object, worker: object) -> None:

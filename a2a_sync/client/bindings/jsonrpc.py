@@ -11,7 +11,7 @@ an :class:`~a2a_sync._net.sse.SSEStream`; the client wraps it into a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -179,6 +179,14 @@ class JSONRPCTransport:
             _raise_rpc_error_in(exc, request_id)
             raise
         return sse, request_id
+
+    def unwrap_event(self, payload: Any, request_ids: Collection[int | str]) -> Any:
+        """The ``result`` of one stream event: a JSON-RPC response answering one of
+        ``request_ids`` (a stream resumed by resubscribing answers several)."""
+        request_id = payload.get("id") if isinstance(payload, dict) else None
+        if request_id not in request_ids:
+            request_id = next(iter(request_ids))
+        return result_from_response(payload, expected_id=request_id, table=A2A_ERRORS)
 
     # -- request building -------------------------------------------------------------------
 
