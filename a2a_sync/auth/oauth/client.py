@@ -17,7 +17,8 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal
 
 import attrs
@@ -108,6 +109,7 @@ class OAuth:
         timeout: Bound of each OAuth network step, in seconds.
         leeway: Refresh this many seconds before expiry.
         jwt_alg: Signing algorithm of ``private_key_jwt`` assertions.
+        clock: Wall clock for expiry checks (tests inject one).
 
     Thread-safe: one lock serializes discovery, flows and refreshes; concurrent requests
     refused together share the one new token.
@@ -132,6 +134,7 @@ class OAuth:
         timeout: float = DEFAULT_TIMEOUT,
         leeway: float = DEFAULT_LEEWAY,
         jwt_alg: str = "RS256",
+        clock: Callable[[], float] = time.time,
     ) -> None:
         if grant not in ("authorization_code", "client_credentials"):
             raise ConfigurationError(
@@ -162,6 +165,7 @@ class OAuth:
         self.timeout = timeout
         self.leeway = leeway
         self.jwt_alg = jwt_alg
+        self._clock = clock
         self._http = HTTPTransport(timeout=timeout)
         self._lock = threading.RLock()
         self._bindings: dict[str, _Binding] = {}
@@ -176,7 +180,7 @@ class OAuth:
             binding = self._bindings.get(key)
             if binding is None or binding.token is None or not _secure(url):
                 return None
-            if binding.token.expired(self.leeway):
+            if binding.token.expired(self.leeway, self._clock()):
                 self._renew(binding)
             token = binding.token
         return None if token is None else f"Bearer {token.access_token}"

@@ -1,0 +1,82 @@
+"""Fixtures for the OAuth tests: the authlib test authorization server, a protected
+resource checking its tokens, a browser step that approves by following the redirect
+with requests, and ``call`` — what an HTTP transport does with a ChallengeAuth."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+import requests
+
+from a2a_sync.auth.oauth import OAuth
+from tests.support.fixtures import WsgiServerFactory
+from tests.support.oauth_resource import ProtectedResource
+from tests.support.oauth_server import AuthorizationServerFixture, serve_authorization_server
+
+
+class Approve:
+    """The browser step of a test: build the URL for a loopback redirect URI, follow it
+    with requests (the server approves at once) and return where it redirects."""
+
+    def __init__(
+        self,
+        server: AuthorizationServerFixture,
+        tamper: Callable[[str], str] | None = None,
+        redirect_uri: str = "http://127.0.0.1:8765/callback",
+    ) -> None:
+        self.server = server
+        self.tamper = tamper
+        self.redirect_uri = redirect_uri
+        self.urls: list[str] = []
+
+    def authorize(self, build: Callable[[str], str]) -> str:
+        url = build(self.redirect_uri)
+        self.urls.append(url)
+        location = self.server.approve(url)
+        return self.tamper(location) if self.tamper else location
+
+
+def call(oauth: OAuth, url: str, method: str = "GET") -> requests.Response:
+    """Send a request the way the transports do: header from ``authorization``, and on
+    401/403 ask ``challenged`` whether to send it again."""
+    attempt = 0
+    while True:
+        header = oauth.authorization(url)
+        headers = {"Authorization": header} if header else {}
+        response = requests.request(method, url, headers=headers, timeout=10)
+        if response.status_code in (401, 403):
+            attempt += 1
+            challenge = response.headers.get("WWW-Authenticate")
+            if oauth.challenged(url, response.status_code, challenge, header, attempt):
+                continue
+        return response
+
+
+@pytest.fixture
+def authorization_server() -> Iterator[AuthorizationServerFixture]:
+    with serve_authorization_server() as server:
+        yield server
+
+
+@pytest.fixture
+def resource(
+    authorization_server: AuthorizationServerFixture, wsgi_server: WsgiServerFactory
+) -> ProtectedResource:
+    protected = ProtectedResource(authorization_server)
+    protected.base = wsgi_server(protected)
+    return protected
+
+
+@pytest.fixture
+def make_oauth() -> Iterator[Callable[..., OAuth]]:
+    made: list[OAuth] = []
+
+    def make(**kwargs: object) -> OAuth:
+        oauth = OAuth(**kwargs)  # type: ignore[arg-type]
+        made.append(oauth)
+        return oauth
+
+    yield make
+    for oauth in made:
+        oauth.close()
