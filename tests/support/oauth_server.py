@@ -161,6 +161,7 @@ class AuthorizationServerFixture:
         self.dcr = True
         self.lifetime = 3600
         self.rotate = True
+        self.audience_override: str | None = None
         self.metadata_extra: dict[str, Any] = {}
         self.paths: list[str] = []
         self.token_requests: list[dict[str, str]] = []
@@ -251,6 +252,8 @@ class AuthorizationServerFixture:
                 return KeySet([fixture.key])
 
             def get_audiences(self, client: Client, user: Any, scope: str) -> str:
+                if fixture.audience_override is not None:
+                    return fixture.audience_override
                 return flask.request.form.get("resource") or client.client_id
 
         server.register_token_generator(
@@ -266,7 +269,7 @@ class AuthorizationServerFixture:
             SUPPORTED_CODE_CHALLENGE_METHOD = ["S256"]  # noqa: RUF012
 
         class AuthorizationCode(grants.AuthorizationCodeGrant):  # type: ignore[misc]
-            TOKEN_ENDPOINT_AUTH_METHODS = ALL_METHODS  # noqa: RUF012
+            TOKEN_ENDPOINT_AUTH_METHODS = ALL_METHODS
 
             def save_authorization_code(self, code: str, request: Any) -> None:
                 data = request.payload.data
@@ -295,10 +298,10 @@ class AuthorizationServerFixture:
                 return User(USER)
 
         class Refresh(grants.RefreshTokenGrant):  # type: ignore[misc]
-            TOKEN_ENDPOINT_AUTH_METHODS = ALL_METHODS  # noqa: RUF012
+            TOKEN_ENDPOINT_AUTH_METHODS = ALL_METHODS
 
             @property
-            def INCLUDE_NEW_REFRESH_TOKEN(self) -> bool:  # noqa: N802
+            def INCLUDE_NEW_REFRESH_TOKEN(self) -> bool:
                 return fixture.rotate
 
             def authenticate_refresh_token(self, refresh_token: str) -> RefreshRecord | None:
@@ -312,7 +315,7 @@ class AuthorizationServerFixture:
                 refresh_token.revoked = True
 
         class ClientCredentials(grants.ClientCredentialsGrant):  # type: ignore[misc]
-            TOKEN_ENDPOINT_AUTH_METHODS = ALL_METHODS[1:]  # noqa: RUF012
+            TOKEN_ENDPOINT_AUTH_METHODS = ALL_METHODS[1:]
 
         class Assertion(JWTBearerClientAssertion):  # type: ignore[misc]
             CLIENT_AUTH_METHOD = "private_key_jwt"
@@ -356,7 +359,7 @@ class AuthorizationServerFixture:
                 return client
 
         class Revocation(RevocationEndpoint):  # type: ignore[misc]
-            CLIENT_AUTH_METHODS = ALL_METHODS  # noqa: RUF012
+            CLIENT_AUTH_METHODS = ALL_METHODS
 
             def query_token(self, token_string: str, token_type_hint: str | None) -> Any:
                 return fixture.refresh.get(token_string)
