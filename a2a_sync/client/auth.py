@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from ..a2a.types import AgentCard, APIKeySecurityScheme, HTTPAuthSecurityScheme
+from ..auth.hook import ChallengeAuth
 from ..errors import ConfigurationError
 
 __all__ = ["APIKey", "BearerToken", "Credentials", "origin_of"]
@@ -158,7 +159,7 @@ class OriginBoundCredentials:
     serialized.
     """
 
-    def __init__(self, credentials: Credentials, origins: frozenset[str]) -> None:
+    def __init__(self, credentials: Credentials | ChallengeAuth, origins: frozenset[str]) -> None:
         self._credentials = credentials
         self.origins = origins
         self._refresh_lock = threading.Lock()
@@ -166,7 +167,19 @@ class OriginBoundCredentials:
     def headers_for(self, url: str, card: AgentCard | None) -> Mapping[str, str]:
         if origin_of(url) not in self.origins:
             return {}
+        if isinstance(self._credentials, ChallengeAuth):  # OAuth: asked per request
+            value = self._credentials.authorization(url)
+            return {"Authorization": value} if value is not None else {}
         return self._credentials.headers(card)
+
+    def challenged(
+        self, url: str, status: int, challenge: str | None, sent: str | None, attempt: int
+    ) -> bool:
+        """After a 401/403 from ``url``: True when an OAuth credential has a new token
+        to send the request with (it raises AuthorizationError when it gives up)."""
+        if origin_of(url) not in self.origins or not isinstance(self._credentials, ChallengeAuth):
+            return False
+        return self._credentials.challenged(url, status, challenge, sent, attempt)
 
     def refresh(self) -> bool:
         """Ask the credential to refresh itself; False when it cannot."""

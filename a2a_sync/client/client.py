@@ -24,6 +24,7 @@ from ..a2a.types import (
     Task,
     TaskState,
 )
+from ..auth.hook import ChallengeAuth
 from ..errors import ConfigurationError, UnsupportedOperation
 from ..policies import RetryPolicy, Timeout
 from ._message import MessageInput, as_message, send_params
@@ -61,6 +62,9 @@ class A2AClient:
         card: The agent's card, if known (used for credentials and capabilities).
         credentials: A :class:`~a2a_sync.client.auth.Credentials` (e.g. ``BearerToken``,
             ``APIKey``), sent only to ``trusted_origins``.
+        auth: An OAuth authorization (:class:`a2a_sync.auth.oauth.OAuth`): on a 401/403 it
+            discovers the agent's authorization server, obtains (or steps up) a token and
+            the call is sent again; tokens go only to ``trusted_origins``.
         trusted_origins: Origins the credentials may go to. Defaults to the origin the
             card was fetched from (or ``url``'s origin).
         extensions: A2A extension URIs to request (``A2A-Extensions``).
@@ -84,7 +88,8 @@ class A2AClient:
         *,
         revision: Revision = "1.0",
         card: AgentCard | None = None,
-        credentials: Credentials | None = None,
+        credentials: Credentials | ChallengeAuth | None = None,
+        auth: ChallengeAuth | None = None,
         trusted_origins: Iterable[str] | None = None,
         extensions: Sequence[str] = (),
         headers: Mapping[str, str] | None = None,
@@ -99,6 +104,10 @@ class A2AClient:
     ) -> None:
         if revision not in REVISIONS:
             raise ConfigurationError(f"unknown A2A revision {revision!r}; use one of {REVISIONS}")
+        if auth is not None:
+            if credentials is not None:
+                raise ConfigurationError("give the credential once: credentials= or auth=")
+            credentials = auth
         self.url = url
         self.revision: Revision = revision
         self.tenant = tenant

@@ -229,6 +229,8 @@ class A2AApplication:
                     start_response, "405 Method Not Allowed", "use GET", [("Allow", "GET, HEAD")]
                 )
             return self._serve_card(environ, start_response, head=method == "HEAD")
+        if path == getattr(self._authenticate, "metadata_path", None) and method == "GET":
+            return _json(start_response, self._authenticate.metadata())  # type: ignore[union-attr]
         if path != self.rpc_path:
             return plain(start_response, "404 Not Found", "not found")
         if method != "POST":
@@ -246,7 +248,8 @@ class A2AApplication:
             )
         principal = self._principal(environ)
         if principal is None:
-            return unauthorized(start_response)
+            challenge = getattr(self._authenticate, "challenge", None)  # e.g. JWTBearerAuth
+            return unauthorized(start_response, *([challenge(environ)] if challenge else []))
         body = read_body(environ, self.max_body_bytes)
         if body is None:
             return plain(start_response, "413 Content Too Large", "request body too large")
@@ -310,6 +313,15 @@ class A2AApplication:
             params = load_params(codec, operation, request.params)
             if operation is Operation.GET_EXTENDED_CARD and principal.is_anonymous:
                 return unauthorized(start_response)
+            refusal = getattr(self._authenticate, "refusal", None)  # scopes per operation
+            refused = refusal(principal, operation.value, request.method) if refusal else None
+            if refused is not None:
+                return plain(
+                    start_response,
+                    "403 Forbidden",
+                    "insufficient scope",
+                    [("WWW-Authenticate", refused)],
+                )
             call = CallContext(
                 principal=principal,
                 revision=revision,
@@ -436,3 +448,8 @@ class A2AApplication:
 
     def __repr__(self) -> str:
         return f"<A2AApplication {self.card.name!r} rpc={self.rpc_path!r}>"
+
+
+def _json(start_response: StartResponse, body: bytes) -> list[bytes]:
+    start_response("200 OK", [*JSON_HEADERS, ("Content-Length", str(len(body)))])
+    return [body]

@@ -111,16 +111,24 @@ class JSONRPCTransport:
         request_id = self.ids()
         body = encode_request(method, self._params(params), request_id)
         retried_auth = False
+        refusals = 0
         while True:
+            headers = self._headers(card)
             result = self.http.request(
                 "POST",
                 self.url,
                 body=body,
-                headers=self._headers(card),
+                headers=headers,
                 idempotent=idempotent or operation in IDEMPOTENT,
                 timeout=self.timeout if timeout is None else timeout,
                 retry=self.retry,
             )
+            if result.status in (401, 403) and self.credentials is not None:
+                refusals += 1  # an OAuth credential bounds these and raises when it gives up
+                challenge = result.headers.get("WWW-Authenticate")
+                sent = headers.get("Authorization")
+                if self.credentials.challenged(self.url, result.status, challenge, sent, refusals):
+                    continue
             if (
                 result.status == 401
                 and not retried_auth

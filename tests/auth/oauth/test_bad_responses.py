@@ -93,7 +93,9 @@ def test_a_revoked_refresh_token_in_a_headless_service_asks_for_a_login(
         call(oauth, resource.url)
 
     assert "code_challenge=" in caught.value.authorization_url
-    refreshes = [f for f in authorization_server.token_requests if f["grant_type"] == "refresh_token"]
+    refreshes = [
+        f for f in authorization_server.token_requests if f["grant_type"] == "refresh_token"
+    ]
     assert len(refreshes) == 1  # tried once, refused (invalid_grant), not retried
 
 
@@ -171,9 +173,7 @@ def test_no_secret_reaches_a_log_line_or_a_repr(
     assert len(secrets) >= 5
     # Ours and the HTTP stack's records (the test authorization server, authlib, logs
     # tokens at DEBUG itself: it is the peer, not us).
-    ours = [
-        r.getMessage() for r in caplog.records if r.name.startswith(("a2a_sync", "urllib3"))
-    ]
+    ours = [r.getMessage() for r in caplog.records if r.name.startswith(("a2a_sync", "urllib3"))]
     assert any(r.startswith("a2a_sync") for r in (x.name for x in caplog.records))
     text = "\n".join(
         [*ours, str(caught.value), repr(oauth), repr(oauth.store)]

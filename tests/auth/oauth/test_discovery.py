@@ -233,7 +233,9 @@ def test_oversized_metadata_is_refused(
     make_oauth: Callable[..., OAuth],
 ) -> None:
     authorization_server.metadata_extra = {"padding": "x" * 400_000}
-    with pytest.raises(AuthorizationError, match=r"authorization-server metadata .* failed: .*(large|bytes)"):
+    with pytest.raises(
+        AuthorizationError, match=r"authorization-server metadata .* failed: .*(large|bytes)"
+    ):
         call(make_oauth(handler=Approve(authorization_server)), resource.url)
 
 
