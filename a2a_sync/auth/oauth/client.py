@@ -211,13 +211,18 @@ class OAuth:
                 self._unauthorized(url, binding, None, 1)
 
     def logout(self, url: str) -> bool:
-        """Forget the token for ``url`` (in memory and in the store). True if one was held."""
+        """Forget the token for ``url`` (in memory and in the store; without a token in
+        memory, discovery finds the stored grant). True if a token was held."""
         with self._lock:
             binding = self._bindings.pop(origin(url), None)
-            if binding is None:
-                return False
-            self.store.delete(binding.key)
-            return binding.token is not None
+            if binding is not None:
+                key, held = binding.key, binding.token is not None
+            else:  # not used in this process: find the stored grant's key
+                key = self._locate(url, None)[2]
+                stored = self.store.load(key)
+                held = stored is not None and stored.token is not None
+            self.store.delete(key)
+            return held
 
     def close(self) -> None:
         """Close the connection pool used for OAuth requests."""
@@ -286,7 +291,9 @@ class OAuth:
         self._obtain(binding)
         return True
 
-    def _discover(self, url: str, parsed: BearerChallenge | None) -> _Binding:
+    def _locate(
+        self, url: str, parsed: BearerChallenge | None
+    ) -> tuple[ProtectedResource, AuthorizationServer, GrantKey]:
         header_url = parsed.resource_metadata if parsed is not None else None
         try:
             resource = discover_resource(self._http, url, header_url, self.timeout)
@@ -294,14 +301,16 @@ class OAuth:
             if self.authorization_server is None:
                 raise
             resource = ProtectedResource(canonical_resource(url), (self.authorization_server,))
-        issuer = first_issuer(
-            resource, [self.authorization_server] if self.authorization_server else None
-        )
+        preferred = [self.authorization_server] if self.authorization_server else None
+        issuer = first_issuer(resource, preferred)
         server = discover_authorization_server(
             self._http, issuer, self.timeout, need_pkce=self.grant == "authorization_code"
         )
         label = self.client_id or self.client_metadata_url or f"dcr:{self.client_name}"
-        key = GrantKey(server.issuer, resource.resource, label)
+        return resource, server, GrantKey(server.issuer, resource.resource, label)
+
+    def _discover(self, url: str, parsed: BearerChallenge | None) -> _Binding:
+        resource, server, key = self._locate(url, parsed)
         stored = self.store.load(key)
         client = self._client(server, resource, stored)
         scopes = _union(self.scopes, parsed.scope if parsed is not None else ())

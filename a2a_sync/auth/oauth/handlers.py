@@ -121,13 +121,13 @@ class ScriptHandler:
 
     Args:
         timeout: How long to wait for the person to approve.
-        open_browser: Opens a URL (``webbrowser.open`` by default).
+        open_browser: Opens a URL (``webbrowser.open``, looked up at call time, by default).
     """
 
     def __init__(
         self,
         timeout: float = DEFAULT_BROWSER_TIMEOUT,
-        open_browser: Callable[[str], object] = webbrowser.open,
+        open_browser: Callable[[str], object] | None = None,
     ) -> None:
         self.timeout = timeout
         self._open = open_browser
@@ -135,7 +135,8 @@ class ScriptHandler:
     def authorize(self, build: Callable[[str], str]) -> str:
         with LoopbackListener() as listener:
             url = build(listener.redirect_uri)
-            if not self._open(url):
+            opener = self._open if self._open is not None else webbrowser.open
+            if not opener(url):
                 logger.warning("could not open a browser; open this URL to log in: %s", url)
             return listener.wait(self.timeout)
 

@@ -5,15 +5,19 @@ acceptable."""
 
 from __future__ import annotations
 
+import io
+import json
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("mcp")
+import requests
 import uvicorn
 from joserfc import jwt
 from joserfc.errors import JoseError
@@ -22,6 +26,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 
 from a2a_sync.auth.oauth import OAuth
+from a2a_sync.cli.commands import main
 from a2a_sync.errors import AuthorizationError
 from a2a_sync.mcp import MCPConnection
 from tests.auth.oauth.conftest import Approve
@@ -156,3 +161,27 @@ def test_a_token_for_another_resource_is_refused_by_the_peer_and_the_loop_is_bou
 
     assert caught.value.step == "resource"
     assert "just issued" in str(caught.value)
+
+
+def test_cli_mcp_tools_with_oauth_logs_in_once_and_reuses_the_stored_token(
+    authorization_server: AuthorizationServerFixture,
+    protected_mcp: tuple[str, Verifier],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    url, _ = protected_mcp
+    opened: list[str] = []
+
+    def open_url(target: str) -> bool:
+        opened.append(target)
+        assert requests.get(target, timeout=10).status_code == 200
+        return True
+
+    monkeypatch.setattr("webbrowser.open", open_url)
+    argv = ["mcp", "tools", "--url", url, "--oauth", "--token-dir", str(tmp_path), "--json"]
+    for _ in range(2):
+        out = io.StringIO()
+        assert main(argv, stdout=out) == 0
+        assert [tool["name"] for tool in json.loads(out.getvalue())] == ["add"]
+
+    assert len(opened) == 1
