@@ -14,6 +14,7 @@ sent there, and only over HTTPS or to loopback.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import threading
@@ -175,10 +176,10 @@ class OAuth:
     def authorization(self, url: str) -> str | None:
         """``Bearer <token>`` for a request to ``url`` when we hold a token for its origin
         (refreshed first when it is about to expire), else ``None``."""
-        key = origin(url)
+        key, secure = _facts(url)
         with self._lock:
             binding = self._bindings.get(key)
-            if binding is None or binding.token is None or not _secure(url):
+            if binding is None or binding.token is None or not secure:
                 return None
             if binding.token.expired(self.leeway, self._clock()):
                 self._renew(binding)
@@ -468,6 +469,13 @@ def _header(binding: _Binding | None) -> str | None:
     if binding is None or binding.token is None:
         return None
     return f"Bearer {binding.token.access_token}"
+
+
+@functools.lru_cache(maxsize=256)
+def _facts(url: str) -> tuple[str, bool]:
+    """A request URL's origin and whether tokens may go there (asked per request:
+    cached, the transports send to a handful of URLs)."""
+    return origin(url), _secure(url)
 
 
 def _secure(url: str) -> bool:
