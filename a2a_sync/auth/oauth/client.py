@@ -14,9 +14,7 @@ sent there, and only over HTTPS or to loopback.
 
 from __future__ import annotations
 
-import functools
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -35,10 +33,10 @@ from .discovery import (
     first_issuer,
 )
 from .grants import finish_authorization, request_token, start_authorization
-from .handlers import AuthorizationHandler, HeadlessHandler, NotebookHandler, ScriptHandler
-from .registration import check_metadata_document_url, register_dynamically
+from .handlers import AuthorizationHandler, default_handler
+from .registration import ClientChoice, check_metadata_document_url
 from .tokens import ClientInfo, Grant, GrantKey, MemoryTokenStore, Token, TokenStore
-from .urls import canonical_resource, check_endpoint, origin
+from .urls import canonical_resource, check_endpoint, origin, token_destination
 
 __all__ = ["OAuth"]
 
@@ -66,15 +64,6 @@ class _Binding:
     token: Token | None = None
     fresh: bool = False  # the token came from the token endpoint during this challenge
     stepped_up: bool = False
-
-
-def default_handler() -> AuthorizationHandler:
-    """Notebook in a Jupyter kernel, the system browser at a terminal, else headless."""
-    if "ipykernel" in sys.modules:
-        return NotebookHandler()
-    if sys.stdin is not None and sys.stdin.isatty():
-        return ScriptHandler()
-    return HeadlessHandler()
 
 
 def _union(*groups: Sequence[str]) -> tuple[str, ...]:
@@ -151,18 +140,22 @@ class OAuth:
         if timeout <= 0:
             raise ConfigurationError("timeout must be positive")
         self.client_id = client_id
-        self._client_secret = client_secret
         self._private_key = private_key
-        self.token_endpoint_auth_method = token_endpoint_auth_method
-        self.client_metadata_url = client_metadata_url
-        self.client_name = client_name
+        self._registration = ClientChoice(
+            client_id=client_id,
+            client_secret=client_secret,
+            has_private_key=private_key is not None,
+            auth_method=token_endpoint_auth_method,
+            metadata_url=client_metadata_url,
+            name=client_name,
+            redirect_uri=redirect_uri,
+            dynamic=dynamic_registration,
+        )
         self.scopes = tuple(scopes)
         self.grant: Grants = grant
         self.handler = handler if handler is not None else default_handler()
         self.store: TokenStore = store if store is not None else MemoryTokenStore()
         self.authorization_server = authorization_server
-        self.dynamic_registration = dynamic_registration
-        self.redirect_uri = redirect_uri
         self.timeout = timeout
         self.leeway = leeway
         self.jwt_alg = jwt_alg
@@ -176,7 +169,7 @@ class OAuth:
     def authorization(self, url: str) -> str | None:
         """``Bearer <token>`` for a request to ``url`` when we hold a token for its origin
         (refreshed first when it is about to expire), else ``None``."""
-        key, secure = _facts(url)
+        key, secure = token_destination(url)
         with self._lock:
             binding = self._bindings.get(key)
             if binding is None or binding.token is None or not secure:
@@ -237,7 +230,7 @@ class OAuth:
     def _unauthorized(
         self, url: str, binding: _Binding | None, parsed: BearerChallenge | None, attempt: int
     ) -> bool:
-        if not _secure(url):
+        if not token_destination(url)[1]:
             raise AuthorizationError(
                 f"refusing OAuth for {canonical_resource(url)}: tokens are sent over HTTPS "
                 "only (plain HTTP only to loopback)",
@@ -260,7 +253,7 @@ class OAuth:
             if binding.token.refresh_token and self._refresh(binding):
                 return True
             binding.token = None
-            self.store.save(binding.key, Grant(None, self._stored_client(binding)))
+            self.store.save(binding.key, Grant(None, self._registration.kept(binding.client)))
         if binding is None or (
             parsed is not None
             and parsed.resource_metadata is not None
@@ -307,13 +300,16 @@ class OAuth:
         server = discover_authorization_server(
             self._http, issuer, self.timeout, need_pkce=self.grant == "authorization_code"
         )
-        label = self.client_id or self.client_metadata_url or f"dcr:{self.client_name}"
-        return resource, server, GrantKey(server.issuer, resource.resource, label)
+        return (
+            resource,
+            server,
+            GrantKey(server.issuer, resource.resource, self._registration.label),
+        )
 
     def _discover(self, url: str, parsed: BearerChallenge | None) -> _Binding:
         resource, server, key = self._locate(url, parsed)
         stored = self.store.load(key)
-        client = self._client(server, resource, stored)
+        client = self._registration.choose(self._http, server, stored, self.timeout)
         scopes = _union(self.scopes, parsed.scope if parsed is not None else ())
         binding = _Binding(
             resource=resource,
@@ -327,62 +323,10 @@ class OAuth:
         logger.info("%s is protected by %s", resource.resource, server.issuer)
         return binding
 
-    def _client(
-        self, server: AuthorizationServer, resource: ProtectedResource, stored: Grant | None
-    ) -> ClientInfo:
-        if self.client_id is not None:
-            return ClientInfo(
-                self.client_id, self._client_secret, self._auth_method(server), server.issuer
-            )
-        if self.client_metadata_url is not None and server.client_id_metadata_document_supported:
-            return ClientInfo(self.client_metadata_url, None, "none", server.issuer)
-        if (
-            stored is not None
-            and stored.client is not None
-            and stored.client.issuer == server.issuer
-        ):
-            return stored.client
-        if not self.dynamic_registration:
-            raise AuthorizationError(
-                f"no client for {server.issuer}: pass client_id=, or client_metadata_url= "
-                "(if the server supports metadata documents), or allow dynamic_registration",
-                step="registration",
-            )
-        client = register_dynamically(
-            self._http,
-            server,
-            client_name=self.client_name,
-            redirect_uris=[self.redirect_uri],
-            grant_types=["authorization_code", "refresh_token"],
-            scopes=(),
-            auth_method="none",
-            timeout=self.timeout,
-        )
-        logger.info("registered a client at %s", server.issuer)
-        return client
-
-    def _auth_method(self, server: AuthorizationServer) -> str:
-        if self.token_endpoint_auth_method is not None:
-            return self.token_endpoint_auth_method
-        if self._private_key is not None:
-            return "private_key_jwt"
-        if self._client_secret is None:
-            return "none"
-        supported = server.token_endpoint_auth_methods
-        if "client_secret_basic" not in supported and "client_secret_post" in supported:
-            return "client_secret_post"
-        return "client_secret_basic"
-
-    def _stored_client(self, binding: _Binding) -> ClientInfo | None:
-        # Only dynamically registered clients are stored (configured ones come from code).
-        if self.client_id is None and binding.client.client_id != self.client_metadata_url:
-            return binding.client
-        return None
-
     def _keep(self, binding: _Binding, token: Token) -> None:
         binding.token = token
         binding.fresh = True
-        self.store.save(binding.key, Grant(token, self._stored_client(binding)))
+        self.store.save(binding.key, Grant(token, self._registration.kept(binding.client)))
 
     def _token(self, binding: _Binding, grant_type: str, step: str, **params: str) -> Token:
         return request_token(
@@ -469,18 +413,3 @@ def _header(binding: _Binding | None) -> str | None:
     if binding is None or binding.token is None:
         return None
     return f"Bearer {binding.token.access_token}"
-
-
-@functools.lru_cache(maxsize=256)
-def _facts(url: str) -> tuple[str, bool]:
-    """A request URL's origin and whether tokens may go there (asked per request:
-    cached, the transports send to a handful of URLs)."""
-    return origin(url), _secure(url)
-
-
-def _secure(url: str) -> bool:
-    try:
-        check_endpoint(url, "the resource", "resource")
-    except AuthorizationError:
-        return False
-    return True

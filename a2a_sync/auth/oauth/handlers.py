@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import http.server
 import logging
+import sys
 import threading
 import webbrowser
 from collections.abc import Callable
@@ -31,6 +32,7 @@ __all__ = [
     "LoopbackListener",
     "NotebookHandler",
     "ScriptHandler",
+    "default_handler",
 ]
 
 logger = logging.getLogger(__name__)
@@ -179,3 +181,12 @@ class HeadlessHandler:
             "use client credentials, or pass handler=ScriptHandler()",
             authorization_url=url,
         )
+
+
+def default_handler() -> AuthorizationHandler:
+    """Notebook in a Jupyter kernel, the system browser at a terminal, else headless."""
+    if "ipykernel" in sys.modules:
+        return NotebookHandler()
+    if sys.stdin is not None and sys.stdin.isatty():
+        return ScriptHandler()
+    return HeadlessHandler()

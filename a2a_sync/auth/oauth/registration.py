@@ -6,18 +6,23 @@ with ``application_type``) when the server has a ``registration_endpoint``."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Final
 from urllib.parse import urlsplit
+
+import attrs
 
 from ..._net.http import HTTPTransport
 from ...errors import AuthorizationError, TransportError, excerpt
 from ...policies import RetryPolicy, Timeout
 from .discovery import AuthorizationServer
-from .tokens import ClientInfo
+from .tokens import ClientInfo, Grant
 from .urls import check_endpoint
 
-__all__ = ["check_metadata_document_url", "register_dynamically"]
+__all__ = ["ClientChoice", "check_metadata_document_url", "register_dynamically"]
+
+logger = logging.getLogger(__name__)
 
 MAX_REGISTRATION_BYTES: Final = 64 * 1024
 
@@ -118,3 +123,83 @@ def register_dynamically(
         auth_method=str(method),
         issuer=server.issuer,
     )
+
+
+@attrs.frozen
+class ClientChoice:
+    """How :class:`~a2a_sync.auth.oauth.OAuth` gets a client at an authorization server,
+    in the specification's order (pre-registered, metadata document, a stored dynamic
+    registration, a new dynamic registration)."""
+
+    client_id: str | None
+    client_secret: str | None = attrs.field(repr=False)
+    has_private_key: bool
+    auth_method: str | None
+    metadata_url: str | None
+    name: str
+    redirect_uri: str
+    dynamic: bool
+
+    @property
+    def label(self) -> str:
+        """The client part of a :class:`~.tokens.GrantKey`."""
+        return self.client_id or self.metadata_url or f"dcr:{self.name}"
+
+    def choose(
+        self,
+        http: HTTPTransport,
+        server: AuthorizationServer,
+        stored: Grant | None,
+        timeout: float,
+    ) -> ClientInfo:
+        """The client to use at ``server`` (registering one if that is the way).
+
+        Raises:
+            AuthorizationError: No way to get a client, or the registration failed.
+        """
+        if self.client_id is not None:
+            method = self.method_for(server)
+            return ClientInfo(self.client_id, self.client_secret, method, server.issuer)
+        if self.metadata_url is not None and server.client_id_metadata_document_supported:
+            return ClientInfo(self.metadata_url, None, "none", server.issuer)
+        kept = stored.client if stored is not None else None
+        if kept is not None and kept.issuer == server.issuer:  # never reused elsewhere
+            return kept
+        if not self.dynamic:
+            raise AuthorizationError(
+                f"no client for {server.issuer}: pass client_id=, or client_metadata_url= "
+                "(if the server supports metadata documents), or allow dynamic_registration",
+                step="registration",
+            )
+        client = register_dynamically(
+            http,
+            server,
+            client_name=self.name,
+            redirect_uris=[self.redirect_uri],
+            grant_types=["authorization_code", "refresh_token"],
+            scopes=(),
+            auth_method="none",
+            timeout=timeout,
+        )
+        logger.info("registered a client at %s", server.issuer)
+        return client
+
+    def method_for(self, server: AuthorizationServer) -> str:
+        """The token endpoint auth method of a pre-registered client."""
+        if self.auth_method is not None:
+            return self.auth_method
+        if self.has_private_key:
+            return "private_key_jwt"
+        if self.client_secret is None:
+            return "none"
+        supported = server.token_endpoint_auth_methods
+        if "client_secret_basic" not in supported and "client_secret_post" in supported:
+            return "client_secret_post"
+        return "client_secret_basic"
+
+    def kept(self, client: ClientInfo) -> ClientInfo | None:
+        """What the store keeps of ``client``: dynamic registrations only (configured
+        clients come from code, metadata-document ids from their URL)."""
+        if self.client_id is None and client.client_id != self.metadata_url:
+            return client
+        return None

@@ -3,13 +3,21 @@ may talk to (HTTPS, or plain HTTP to loopback only), and origins tokens are boun
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
 from ...errors import AuthorizationError
 
-__all__ = ["canonical_resource", "check_endpoint", "is_loopback", "origin", "within"]
+__all__ = [
+    "canonical_resource",
+    "check_endpoint",
+    "is_loopback",
+    "origin",
+    "token_destination",
+    "within",
+]
 
 _LOOPBACK_NAMES: Final = frozenset({"localhost"})
 
@@ -93,3 +101,18 @@ def _shown(url: str) -> str:
     parts = urlsplit(url)
     netloc = parts.hostname or ""
     return repr(urlunsplit((parts.scheme, netloc, parts.path, "", "")))
+
+
+@functools.lru_cache(maxsize=256)
+def token_destination(url: str) -> tuple[str, bool]:
+    """A request URL's origin and whether a token may be sent there (HTTPS, or HTTP to
+    loopback). Asked per request, so cached: transports send to a handful of URLs."""
+    return origin(url), _secure(url)
+
+
+def _secure(url: str) -> bool:
+    try:
+        check_endpoint(url, "the resource", "resource")
+    except AuthorizationError:
+        return False
+    return True
