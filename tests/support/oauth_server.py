@@ -162,6 +162,7 @@ class AuthorizationServerFixture:
         self.lifetime = 3600
         self.rotate = True
         self.audience_override: str | None = None
+        self.grantable: set[str] | None = None  # scopes the server grants (None: all asked)
         self.metadata_extra: dict[str, Any] = {}
         self.paths: list[str] = []
         self.token_requests: list[dict[str, str]] = []
@@ -277,11 +278,14 @@ class AuthorizationServerFixture:
                     from authlib.oauth2.rfc6749.errors import InvalidRequestError
 
                     raise InvalidRequestError("PKCE (S256) is required")
+                scope = (request.payload.scope or "").split()
+                if fixture.grantable is not None:
+                    scope = [s for s in scope if s in fixture.grantable]
                 fixture.codes[code] = Code(
                     code,
                     request.client.client_id,
                     request.payload.redirect_uri,
-                    request.payload.scope or "",
+                    " ".join(scope),
                     data.get("code_challenge"),
                     data.get("code_challenge_method"),
                     data.get("resource"),

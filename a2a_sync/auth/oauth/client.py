@@ -63,7 +63,8 @@ class _Binding:
     scopes: tuple[str, ...]
     token: Token | None = None
     fresh: bool = False  # the token came from the token endpoint during this challenge
-    stepped_up: bool = False
+    #: The token a step-up obtained and the scopes it asked for.
+    step_up: tuple[Token, tuple[str, ...]] | None = None
 
 
 def _union(*groups: Sequence[str]) -> tuple[str, ...]:
@@ -267,22 +268,36 @@ class OAuth:
         self._obtain(binding)
         return True
 
-    def _step_up(self, url: str, binding: _Binding | None, parsed: BearerChallenge | None) -> bool:
+    def _step_up(
+        self,
+        url: str,
+        binding: _Binding | None,
+        parsed: BearerChallenge | None,
+    ) -> bool:
         if binding is None or parsed is None or not parsed.insufficient_scope:
             return False
+        # MCP 2026-07-28: the union of what was asked before and what is challenged for.
         wanted = _union(binding.scopes, parsed.scope or binding.resource.scopes_supported)
-        if binding.stepped_up:
+        token = binding.token
+        granted = token.scope if token is not None and token.scope else binding.scopes
+        stepped = binding.step_up
+        if (token is not None and set(wanted) <= set(token.scope)) or (
+            stepped is not None and stepped[0] is token and set(wanted) <= set(stepped[1])
+        ):
+            # The token has (or a step-up already asked for) every scope wanted: another
+            # login would not help.
             raise InsufficientScope(
-                f"{canonical_resource(url)} still refuses with insufficient_scope after a "
-                f"re-authorization for {list(wanted)}"
-                + (f" ({parsed.error_description})" if parsed.error_description else "")
-                + "; ask the server's operator which scopes the operation needs",
+                f"{canonical_resource(url)} refuses with insufficient_scope although the "
+                f"token was issued for {list(granted)} (wanted {list(wanted)})"
+                + (f": {parsed.error_description}" if parsed.error_description else "")
+                + "; the authorization server did not grant the scopes the operation needs, "
+                "ask its operator",
                 scopes=wanted,
             )
         logger.info("%s needs more scopes; re-authorizing for %s", binding.key.resource, wanted)
         binding.scopes = wanted
-        binding.stepped_up = True
         self._obtain(binding)
+        binding.step_up = (binding.token, wanted) if binding.token is not None else None
         return True
 
     def _locate(

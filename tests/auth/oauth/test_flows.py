@@ -183,11 +183,14 @@ def test_step_up_on_insufficient_scope_once_then_a_clear_error(
     scopes = [parse_qs(urlsplit(u).query)["scope"][0] for u in approve.urls]
     assert scopes == ["read", "read write"]  # the union of requested and challenged
 
+    # A scope the server will not grant: one re-authorization, then a clear error.
+    authorization_server.grantable = {"read", "write"}
     resource.required = {"/api": ["admin"]}
-    with pytest.raises(InsufficientScope) as caught:
+    with pytest.raises(InsufficientScope, match="did not grant") as caught:
         call(oauth, resource.url)
     assert caught.value.step == "resource"
     assert "admin" in caught.value.scopes
+    assert len(approve.urls) == 3
 
 
 def test_client_credentials_with_a_wrong_secret_is_a_token_endpoint_error(
