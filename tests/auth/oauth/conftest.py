@@ -4,12 +4,18 @@ with requests, and ``call`` — what an HTTP transport does with a ChallengeAuth
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
+import attrs
 import pytest
 import requests
 
 from a2a_sync.auth.oauth import OAuth
+from a2a_sync.auth.verify import JWTVerifier
+from a2a_sync.server import A2AApplication
+from a2a_sync.server.jwt_auth import JWTBearerAuth
+from tests.server.agents import EchoAgent, card
 from tests.support.fixtures import WsgiServerFactory
 from tests.support.oauth_resource import ProtectedResource
 from tests.support.oauth_server import AuthorizationServerFixture, serve_authorization_server
@@ -80,3 +86,50 @@ def make_oauth() -> Iterator[Callable[..., OAuth]]:
     yield make
     for oauth in made:
         oauth.close()
+
+
+@attrs.define
+class Agent:
+    base: str
+    auth: JWTBearerAuth
+    app: A2AApplication
+
+    @property
+    def rpc(self) -> str:
+        return f"{self.base}/a2a"
+
+
+@pytest.fixture
+def agent(
+    authorization_server: AuthorizationServerFixture, wsgi_server: WsgiServerFactory
+) -> Iterator[Agent]:
+    holder: dict[str, Any] = {}
+
+    def late(environ: Any, start_response: Callable[..., Any]) -> Iterable[bytes]:
+        return holder["app"](environ, start_response)  # type: ignore[no-any-return]
+
+    base = wsgi_server(late)
+    verifier = JWTVerifier(
+        issuer=authorization_server.issuer,
+        audience=f"{base}/a2a",
+        jwks_uri=f"{authorization_server.issuer}/jwks",
+        require_at_jwt=True,
+    )
+    auth = JWTBearerAuth(
+        verifier,
+        resource=f"{base}/a2a",
+        required_scopes=["read"],
+        operation_scopes={"send_message": ["write"]},
+    )
+    declared = auth.declare(
+        attrs.evolve(card(), supported_interfaces=[]),
+        authorization_url=f"{authorization_server.issuer}/authorize",
+        token_url=f"{authorization_server.issuer}/token",
+    )
+    app = A2AApplication(declared, EchoAgent(), authenticate=auth, rpc_path="/a2a")
+    holder["app"] = app
+    try:
+        yield Agent(base, auth, app)
+    finally:
+        app.close()
+        verifier.close()

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 import attrs
 import pytest
@@ -16,62 +15,10 @@ from joserfc.jwk import RSAKey
 
 from a2a_sync.auth.oauth import OAuth
 from a2a_sync.auth.oauth.challenge import parse_bearer_challenge
-from a2a_sync.auth.verify import JWTVerifier
 from a2a_sync.client import A2AClient
 from a2a_sync.errors import AuthorizationError, TaskNotFound
-from a2a_sync.server import A2AApplication
-from a2a_sync.server.jwt_auth import JWTBearerAuth
-from tests.auth.oauth.conftest import Approve
-from tests.server.agents import EchoAgent, card
-from tests.support.fixtures import WsgiServerFactory
+from tests.auth.oauth.conftest import Agent, Approve
 from tests.support.oauth_server import AuthorizationServerFixture, Client
-
-
-@attrs.define
-class Agent:
-    base: str
-    auth: JWTBearerAuth
-    app: A2AApplication
-
-    @property
-    def rpc(self) -> str:
-        return f"{self.base}/a2a"
-
-
-@pytest.fixture
-def agent(
-    authorization_server: AuthorizationServerFixture, wsgi_server: WsgiServerFactory
-) -> Iterator[Agent]:
-    holder: dict[str, Any] = {}
-
-    def late(environ: Any, start_response: Callable[..., Any]) -> Iterable[bytes]:
-        return holder["app"](environ, start_response)  # type: ignore[no-any-return]
-
-    base = wsgi_server(late)
-    verifier = JWTVerifier(
-        issuer=authorization_server.issuer,
-        audience=f"{base}/a2a",
-        jwks_uri=f"{authorization_server.issuer}/jwks",
-        require_at_jwt=True,
-    )
-    auth = JWTBearerAuth(
-        verifier,
-        resource=f"{base}/a2a",
-        required_scopes=["read"],
-        operation_scopes={"send_message": ["write"]},
-    )
-    declared = auth.declare(
-        attrs.evolve(card(), supported_interfaces=[]),
-        authorization_url=f"{authorization_server.issuer}/authorize",
-        token_url=f"{authorization_server.issuer}/token",
-    )
-    app = A2AApplication(declared, EchoAgent(), authenticate=auth, rpc_path="/a2a")
-    holder["app"] = app
-    try:
-        yield Agent(base, auth, app)
-    finally:
-        app.close()
-        verifier.close()
 
 
 def test_a2a_client_logs_in_and_steps_up_for_the_operation(
