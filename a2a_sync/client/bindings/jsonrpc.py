@@ -160,7 +160,33 @@ class JSONRPCTransport:
         body = encode_request(method, self._params(params), request_id)
         # Not marked idempotent even for SubscribeToTask: re-establishing a stream is the
         # resilient client's job (L2, with its own budget and waits), not the transport's.
-        request = StreamRequest("POST", self.url, body=body, headers=self._headers(card))
+        for attempt in (1, 2):
+            headers = self._headers(card)
+            try:
+                return self._open_stream(body, headers, request_id, timeout, reconnect)
+            except HTTPStatusError as exc:
+                # An OAuth credential answers a refused opening once (the status error
+                # carries no WWW-Authenticate: discovery falls back to the well-known URLs).
+                if (
+                    exc.status_code not in (401, 403)
+                    or attempt == 2
+                    or self.credentials is None
+                    or not self.credentials.challenged(
+                        self.url, exc.status_code, None, headers.get("Authorization"), attempt
+                    )
+                ):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _open_stream(
+        self,
+        body: bytes,
+        headers: Mapping[str, str],
+        request_id: int,
+        timeout: TimeoutArg,
+        reconnect: Any,
+    ) -> tuple[SSEStream, int]:
+        request = StreamRequest("POST", self.url, body=body, headers=headers)
         try:
             sse = SSEStream(
                 self.http,

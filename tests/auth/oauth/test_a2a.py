@@ -123,3 +123,21 @@ def test_key_rotation_is_picked_up_from_the_jwks_at_most_once_per_interval(
             client.get_task("missing")
     jwks_fetches = [p for p in authorization_server.paths if p.endswith("/jwks")]
     assert len(jwks_fetches) == 2
+
+
+def test_a_stream_as_the_first_call_logs_in_too(
+    authorization_server: AuthorizationServerFixture,
+    agent: Agent,
+    make_oauth: Callable[..., OAuth],
+) -> None:
+    authorization_server.add_client(
+        Client("svc", "pw", "client_secret_basic", grant_types=["client_credentials"])
+    )
+    oauth = make_oauth(
+        client_id="svc", client_secret="pw", grant="client_credentials", scopes=["read", "write"]
+    )
+    with A2AClient.from_url(agent.base, auth=oauth) as client, client.stream_message("hi") as s:
+        events = list(s)
+
+    assert events
+    assert len(authorization_server.token_requests) == 1
