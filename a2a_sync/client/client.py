@@ -130,6 +130,8 @@ class A2AClient:
                 f"({', '.join(sorted(origins))}); credentials are not sent there. Pass "
                 f"trusted_origins=[{self._endpoint_origin!r}] if that host is really yours."
             )
+        if self._credentials is not None:
+            self._credentials.use_card(url, self._card)  # OAuth: the card's scopes, AS
         fixed_headers = static_headers(revision, extensions, headers)
         # Everything that can refuse the arguments ran above: only now open a pool, so a
         # refused client leaves no connection pool behind.

@@ -180,6 +180,12 @@ class AuthorizationServerFixture:
     def jwks(self) -> dict[str, Any]:
         return KeySet([self.key]).as_dict(private=False)
 
+    @property
+    def metadata_url(self) -> str:
+        """Where the RFC 8414 metadata is (path insertion)."""
+        parts = urlsplit(self.issuer)
+        return f"{parts.scheme}://{parts.netloc}/.well-known/oauth-authorization-server{self.path}"
+
     def add_client(self, client: Client) -> Client:
         self.clients[client.client_id] = client
         return client

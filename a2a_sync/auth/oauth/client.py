@@ -28,6 +28,7 @@ from .challenge import BearerChallenge, parse_bearer_challenge
 from .discovery import (
     AuthorizationServer,
     ProtectedResource,
+    authorization_server_at,
     discover_authorization_server,
     discover_resource,
     first_issuer,
@@ -164,6 +165,7 @@ class OAuth:
         self._http = HTTPTransport(timeout=timeout)
         self._lock = threading.RLock()
         self._bindings: dict[str, _Binding] = {}
+        self._hints: dict[str, tuple[tuple[str, ...], str | None]] = {}
 
     # --- the transport hook --------------------------------------------------------------------
 
@@ -195,6 +197,16 @@ class OAuth:
             if status == 403:
                 return self._step_up(url, binding, parsed)
             return self._unauthorized(url, binding, parsed, attempt)
+
+    def hint(
+        self, url: str, *, scopes: Sequence[str] = (), metadata_url: str | None = None
+    ) -> None:
+        """What an A2A agent card says about the protection of ``url``: the scopes of its
+        security requirement (asked for when a challenge names none) and its
+        authorization-server metadata URL (used when the agent publishes no
+        protected-resource metadata). The A2A client calls this with the card."""
+        with self._lock:
+            self._hints[origin(url)] = (tuple(scopes), metadata_url)
 
     # --- explicit use (CLI login/logout) -------------------------------------------------------
 
@@ -304,34 +316,42 @@ class OAuth:
         self, url: str, parsed: BearerChallenge | None
     ) -> tuple[ProtectedResource, AuthorizationServer, GrantKey]:
         header_url = parsed.resource_metadata if parsed is not None else None
+        need_pkce = self.grant == "authorization_code"
+        hinted = self._hints.get(origin(url), ((), None))[1]
         try:
             resource = discover_resource(self._http, url, header_url, self.timeout)
         except AuthorizationError:
+            if hinted is not None:  # the A2A card names the server's metadata
+                server = authorization_server_at(
+                    self._http, hinted, self.timeout, need_pkce=need_pkce
+                )
+                resource = ProtectedResource(canonical_resource(url), (server.issuer,))
+                return resource, server, self._key(server, resource)
             if self.authorization_server is None:
                 raise
             resource = ProtectedResource(canonical_resource(url), (self.authorization_server,))
         preferred = [self.authorization_server] if self.authorization_server else None
         issuer = first_issuer(resource, preferred)
         server = discover_authorization_server(
-            self._http, issuer, self.timeout, need_pkce=self.grant == "authorization_code"
+            self._http, issuer, self.timeout, need_pkce=need_pkce
         )
-        return (
-            resource,
-            server,
-            GrantKey(server.issuer, resource.resource, self._registration.label),
-        )
+        return resource, server, self._key(server, resource)
+
+    def _key(self, server: AuthorizationServer, resource: ProtectedResource) -> GrantKey:
+        return GrantKey(server.issuer, resource.resource, self._registration.label)
 
     def _discover(self, url: str, parsed: BearerChallenge | None) -> _Binding:
         resource, server, key = self._locate(url, parsed)
         stored = self.store.load(key)
         client = self._registration.choose(self._http, server, stored, self.timeout)
         scopes = _union(self.scopes, parsed.scope if parsed is not None else ())
+        hinted = self._hints.get(origin(url), ((), None))[0]
         binding = _Binding(
             resource=resource,
             server=server,
             client=client,
             key=key,
-            scopes=scopes or resource.scopes_supported,
+            scopes=scopes or hinted or resource.scopes_supported,
             token=stored.token if stored is not None else None,
         )
         self._bindings[origin(url)] = binding

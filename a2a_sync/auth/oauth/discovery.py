@@ -31,6 +31,7 @@ __all__ = [
     "AuthorizationServer",
     "ProtectedResource",
     "as_metadata_urls",
+    "authorization_server_at",
     "discover_authorization_server",
     "discover_resource",
     "prm_urls",
@@ -229,6 +230,31 @@ def discover_authorization_server(
         f"no authorization-server metadata for issuer {issuer} (" + "; ".join(tried) + ")",
         step="discovery",
     )
+
+
+def authorization_server_at(
+    http: HTTPTransport, metadata_url: str, timeout: float, *, need_pkce: bool
+) -> AuthorizationServer:
+    """Validated metadata from a known metadata URL (an A2A card's ``oauth2MetadataUrl``
+    or OpenID Connect URL), used when the resource publishes no RFC 9728 metadata. The
+    URL must be one the document's own ``issuer`` yields (RFC 8414 §3.3), so a card
+    cannot pair one server's endpoints with another's issuer.
+
+    Raises:
+        AuthorizationError: Unreachable, not metadata, or not derived from its issuer.
+    """
+    check_endpoint(metadata_url, "the authorization server metadata URL", "discovery")
+    document, why = _fetch_json(http, metadata_url, timeout, "authorization-server metadata")
+    if document is None:
+        raise AuthorizationError(f"no authorization-server metadata at {why}", step="discovery")
+    issuer = document.get("issuer")
+    if not isinstance(issuer, str) or metadata_url not in as_metadata_urls(issuer):
+        raise AuthorizationError(
+            f"the metadata at {metadata_url} names issuer {issuer!r}, whose metadata is not "
+            "published there; refusing it (RFC 8414 §3.3)",
+            step="discovery",
+        )
+    return _server(document, issuer, metadata_url, need_pkce=need_pkce)
 
 
 def _server(

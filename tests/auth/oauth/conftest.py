@@ -125,6 +125,7 @@ def agent(
         attrs.evolve(card(), supported_interfaces=[]),
         authorization_url=f"{authorization_server.issuer}/authorize",
         token_url=f"{authorization_server.issuer}/token",
+        metadata_url=authorization_server.metadata_url,
     )
     app = A2AApplication(declared, EchoAgent(), authenticate=auth, rpc_path="/a2a")
     holder["app"] = app

@@ -141,3 +141,35 @@ def test_a_stream_as_the_first_call_logs_in_too(
 
     assert events
     assert len(authorization_server.token_requests) == 1
+
+
+def test_without_resource_metadata_the_card_names_the_server_and_the_scopes(
+    authorization_server: AuthorizationServerFixture,
+    agent: Agent,
+    make_oauth: Callable[..., OAuth],
+) -> None:
+    agent.auth.metadata_path = "/not-published"  # no RFC 9728 metadata anywhere
+    agent.auth.required_scopes = ()  # and no scope in the challenge
+    approve = Approve(authorization_server)
+    oauth = make_oauth(handler=approve)
+
+    with A2AClient.from_url(agent.base, auth=oauth) as client, pytest.raises(TaskNotFound):
+        client.get_task("missing")  # authorized: the agent looked for it
+
+    (url,) = approve.urls
+    assert "scope=read&" in url  # the card's security requirement
+    assert url.startswith(f"{authorization_server.issuer}/authorize")
+
+
+def test_a_card_metadata_url_not_derived_from_its_issuer_is_refused(
+    authorization_server: AuthorizationServerFixture,
+    agent: Agent,
+    make_oauth: Callable[..., OAuth],
+) -> None:
+    agent.auth.metadata_path = "/not-published"
+    authorization_server.advertised_issuer = "https://evil.example/tenant1"
+    with (
+        pytest.raises(AuthorizationError, match=r"RFC 8414 §3\.3"),
+        A2AClient.from_url(agent.base, auth=make_oauth(handler=Approve(authorization_server))) as c,
+    ):
+        c.get_task("missing")
