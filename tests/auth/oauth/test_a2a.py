@@ -173,3 +173,26 @@ def test_a_card_metadata_url_not_derived_from_its_issuer_is_refused(
         A2AClient.from_url(agent.base, auth=make_oauth(handler=Approve(authorization_server))) as c,
     ):
         c.get_task("missing")
+
+
+def test_tasks_stay_with_the_verified_principal(
+    authorization_server: AuthorizationServerFixture,
+    agent: Agent,
+    make_oauth: Callable[..., OAuth],
+) -> None:
+    for name in ("svc-a", "svc-b"):
+        authorization_server.add_client(
+            Client(name, "pw", "client_secret_basic", grant_types=["client_credentials"])
+        )
+
+    def client_for(name: str) -> A2AClient:
+        oauth = make_oauth(
+            client_id=name, client_secret="pw", grant="client_credentials", scopes=["read", "write"]
+        )
+        return A2AClient.from_url(agent.base, auth=oauth)
+
+    with client_for("svc-a") as a, client_for("svc-b") as b:
+        task = a.send_message("mine")
+        assert a.get_task(task.id).id == task.id
+        with pytest.raises(TaskNotFound):
+            b.get_task(task.id)
