@@ -33,7 +33,7 @@ from .discovery import (
     discover_resource,
     first_issuer,
 )
-from .grants import finish_authorization, request_token, start_authorization
+from .grants import finish_authorization, request_token, revoke_token, start_authorization
 from .handlers import AuthorizationHandler, default_handler
 from .registration import ClientChoice, check_metadata_document_url
 from .tokens import ClientInfo, Grant, GrantKey, MemoryTokenStore, Token, TokenStore
@@ -217,19 +217,36 @@ class OAuth:
             if binding is None or binding.token is None:
                 self._unauthorized(url, binding, None, 1)
 
-    def logout(self, url: str) -> bool:
+    def logout(self, url: str, *, revoke: bool = True) -> bool:
         """Forget the token for ``url`` (in memory and in the store; without a token in
-        memory, discovery finds the stored grant). True if a token was held."""
+        memory, discovery finds the stored grant), and first revoke its refresh token at
+        the server (RFC 7009, best effort) unless ``revoke=False``. True if a token was
+        held."""
         with self._lock:
             binding = self._bindings.pop(origin(url), None)
             if binding is not None:
-                key, held = binding.key, binding.token is not None
+                key, token = binding.key, binding.token
+                server, client = binding.server, binding.client
             else:  # not used in this process: find the stored grant's key
-                key = self._locate(url, None)[2]
+                _, server, key = self._locate(url, None)
                 stored = self.store.load(key)
-                held = stored is not None and stored.token is not None
+                token = stored.token if stored is not None else None
+                client = None
+                if revoke and token is not None and token.refresh_token is not None:
+                    # a stored grant comes with its client: no registration happens here
+                    client = self._registration.choose(self._http, server, stored, self.timeout)
+            if revoke and client is not None and token is not None and token.refresh_token:
+                revoke_token(
+                    self._http,
+                    server,
+                    client,
+                    token.refresh_token,
+                    timeout=self.timeout,
+                    private_key=self._private_key,
+                    jwt_alg=self.jwt_alg,
+                )
             self.store.delete(key)
-            return held
+            return token is not None
 
     def close(self) -> None:
         """Close the connection pool used for OAuth requests."""

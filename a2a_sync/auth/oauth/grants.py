@@ -15,10 +15,11 @@ from __future__ import annotations
 import base64
 import hmac
 import json
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any, Final
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import attrs
 
@@ -43,7 +44,15 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError("a2a_sync.auth.oauth needs authlib: pip install 'a2a-sync[oauth]'") from exc
 
-__all__ = ["PendingAuthorization", "finish_authorization", "request_token", "start_authorization"]
+__all__ = [
+    "PendingAuthorization",
+    "finish_authorization",
+    "request_token",
+    "revoke_token",
+    "start_authorization",
+]
+
+logger = logging.getLogger(__name__)
 
 #: Largest token endpoint answer read.
 MAX_TOKEN_BYTES: Final = 64 * 1024
@@ -285,3 +294,45 @@ def _token(document: dict[str, Any], endpoint: str, step: str) -> Token:
         refresh_token=refresh if isinstance(refresh, str) and refresh else None,
         scope=tuple(scope.split()) if isinstance(scope, str) else (),
     )
+
+
+def revoke_token(
+    http: HTTPTransport,
+    server: AuthorizationServer,
+    client: ClientInfo,
+    token: str,
+    *,
+    timeout: float,
+    private_key: Any = None,
+    jwt_alg: str = "RS256",
+) -> bool:
+    """Revoke a refresh token at the server's ``revocation_endpoint`` (RFC 7009).
+
+    Returns:
+        True when the server confirmed (200); False when it has no revocation endpoint,
+        refused, or could not be reached (revocation is best effort: the grant is
+        forgotten locally either way).
+    """
+    endpoint = server.revocation_endpoint
+    if endpoint is None:
+        return False
+    body = urlencode({"token": token, "token_type_hint": "refresh_token"})
+    auth = _client_auth(client, endpoint, private_key, jwt_alg)
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    uri, headers, body = auth.prepare("POST", endpoint, headers, body)
+    try:
+        result = http.request(
+            "POST",
+            uri,
+            body=body.encode("utf-8"),
+            headers=headers,
+            timeout=Timeout(connect=timeout, read=timeout, total=timeout),
+            retry=RetryPolicy.none(),
+            max_response_bytes=MAX_TOKEN_BYTES,
+        )
+    except TransportError as exc:
+        logger.info("revoking the refresh token at %s failed: %s", endpoint, exc)
+        return False
+    if not result.ok:
+        logger.info("%s refused to revoke the refresh token (HTTP %s)", endpoint, result.status)
+    return result.ok

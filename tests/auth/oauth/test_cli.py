@@ -46,6 +46,7 @@ def test_login_then_logout(
     assert json.loads(out.getvalue()) == {"logged_out": resource.url, "had_token": True}
     assert not list(tmp_path.iterdir())
     assert len(authorization_server.registrations) == 1  # logout registered nothing
+    assert all(record.revoked for record in authorization_server.refresh.values())
 
 
 def test_login_failure_is_one_line_and_an_exit_code(

@@ -114,10 +114,14 @@ def test_logout_forgets_the_stored_grant(
     oauth.login(resource.url)
     assert list(tmp_path.iterdir())
 
+    (refresh,) = authorization_server.refresh
+
     assert oauth.logout(resource.url)
 
     assert not list(tmp_path.iterdir())
     assert oauth.authorization(resource.url) is None
+    assert authorization_server.refresh[refresh].revoked  # RFC 7009 at the server too
+    assert authorization_server.paths[-1] == "/tenant1/revoke"
 
 
 def test_loopback_listener_catches_the_redirect() -> None:
