@@ -20,6 +20,7 @@ pytest.importorskip("mcp")
 import requests
 import uvicorn
 from joserfc import jwt
+from joserfc.jwk import RSAKey
 from joserfc.errors import JoseError
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
@@ -185,3 +186,23 @@ def test_cli_mcp_tools_with_oauth_logs_in_once_and_reuses_the_stored_token(
         assert [tool["name"] for tool in json.loads(out.getvalue())] == ["add"]
 
     assert len(opened) == 1
+
+
+def test_a_token_the_server_stops_accepting_is_refreshed_mid_session(
+    authorization_server: AuthorizationServerFixture,
+    protected_mcp: tuple[str, Verifier],
+    make_oauth: Callable[..., OAuth],
+) -> None:
+    url, _ = protected_mcp
+    approve = Approve(authorization_server)
+    oauth = make_oauth(handler=approve)
+
+    with MCPConnection.http(url, auth=oauth) as conn:
+        client = conn.client()
+        assert client.call_tool("add", {"a": 1, "b": 1}).text == "2"
+        authorization_server.key = RSAKey.generate_key(2048, parameters={"kid": "k2"})
+        assert client.call_tool("add", {"a": 2, "b": 2}).text == "4"  # 401, refresh, again
+
+    assert len(approve.urls) == 1  # no second login: the refresh token did it
+    grants = [form["grant_type"] for form in authorization_server.token_requests]
+    assert grants == ["authorization_code", "refresh_token"]
