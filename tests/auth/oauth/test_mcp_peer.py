@@ -20,8 +20,8 @@ pytest.importorskip("mcp")
 import requests
 import uvicorn
 from joserfc import jwt
-from joserfc.jwk import RSAKey
 from joserfc.errors import JoseError
+from joserfc.jwk import RSAKey
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
