@@ -50,6 +50,10 @@ at one edge (``a2a_sync._net.http`` for HTTP, the codecs for structuring) and ch
     │   │                              (.returncode, .stderr_tail)
     │   └── SessionExpired             the MCP HTTP session ended on the server and
     │                                  could not be re-established
+    ├── AuthorizationError             OAuth failed (.step names where; the message the fix)
+    │   ├── AuthorizationRequired      a person must open .authorization_url (headless)
+    │   ├── InsufficientScope          still refused after one step-up (.scopes)
+    │   └── TokenEndpointError         the token endpoint refused (.error, e.g. invalid_grant)
     └── ConfigurationError             bad arguments or settings (also ValueError)
 
 Messages never contain credentials: headers are never formatted into messages and
@@ -119,6 +123,10 @@ __all__ = [
     "ConnectionClosed",
     "ServerProcessError",
     "SessionExpired",
+    "AuthorizationError",
+    "AuthorizationRequired",
+    "InsufficientScope",
+    "TokenEndpointError",
     "ConfigurationError",
     "excerpt",
 ]
@@ -660,6 +668,59 @@ class ServerProcessError(ConnectionClosed):
 class SessionExpired(ConnectionClosed):
     """The server no longer knows the MCP HTTP session (404, or a 400 naming the session)
     and a fresh session could not be initialized, or the fresh one expired at once."""
+
+
+# --- authorization (OAuth) --------------------------------------------------------------------
+
+
+class AuthorizationError(A2ASyncError):
+    """Obtaining or using an OAuth token failed. Never carries a token or a secret.
+
+    Attributes:
+        step: Where it failed: ``"discovery"``, ``"registration"``, ``"authorization"``,
+            ``"token"``, ``"refresh"`` or ``"resource"`` (the server refused the token).
+    """
+
+    def __init__(self, message: str, *, step: str) -> None:
+        super().__init__(message)
+        self.step = step
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_error, (type(self), str(self), self.__dict__))
+
+
+def _rebuild_error(cls: type[A2ASyncError], message: str, state: dict[str, Any]) -> A2ASyncError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
+    return error
+
+
+class AuthorizationRequired(AuthorizationError):
+    """A person must approve access in a browser, and no browser step is possible here
+    (headless): open ``authorization_url``, or log in first with a browser-capable handler.
+    The URL holds no secret (PKCE keeps the verifier local)."""
+
+    def __init__(self, message: str, *, authorization_url: str) -> None:
+        super().__init__(message, step="authorization")
+        self.authorization_url = authorization_url
+
+
+class InsufficientScope(AuthorizationError):
+    """The resource still refused with ``insufficient_scope`` after one step-up."""
+
+    def __init__(self, message: str, *, scopes: Sequence[str] = ()) -> None:
+        super().__init__(message, step="resource")
+        self.scopes = tuple(scopes)
+
+
+class TokenEndpointError(AuthorizationError):
+    """The token endpoint refused a request; ``error`` is its OAuth error code
+    (``invalid_grant`` for an expired or revoked refresh token or code)."""
+
+    def __init__(self, message: str, *, step: str, error: str | None) -> None:
+        super().__init__(message, step=step)
+        self.error = error
 
 
 class ConfigurationError(A2ASyncError, ValueError):

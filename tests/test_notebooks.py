@@ -91,6 +91,13 @@ EXPECTED_OUTPUTS: Final = {
         "3 tasks on the restarted server",
         "database removed: True",
     ],
+    "05_oauth.ipynb": [
+        "authorization server: http://127.0.0.1:",
+        "completed - echo: hello",
+        "scopes asked for: ['read', 'read write']",
+        "<OAuth authorization_code for",
+        "AuthorizationRequired -> http://127.0.0.1:",
+    ],
 }
 
 #: Longest a single cell may run (the slowest cells wait on purpose, for about 2 s).

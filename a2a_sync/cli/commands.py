@@ -58,6 +58,7 @@ from ..errors import (
 from ..mcp import MCPConnection
 from ..mcp._codec import unstructure
 from ..policies import PollPolicy
+from .oauth import add_login_commands, oauth_arguments, oauth_for
 from .serve import add_arguments as serve_arguments
 from .serve import run_serve
 
@@ -294,7 +295,10 @@ def _mcp_connection(args: argparse.Namespace) -> Any:
         if http is None:  # pragma: no cover - until the HTTP transport lands
             raise ConfigurationError("MCP over HTTP is not available in this version")
         headers = {"Authorization": f"Bearer {args.token}"} if args.token else None
-        return http(args.url, headers=headers, timeout=args.timeout)
+        oauth = oauth_for(args)
+        if oauth is not None and headers is not None:
+            raise ConfigurationError("give --token or --oauth, not both")
+        return http(args.url, headers=headers, auth=oauth, timeout=args.timeout)
     raise ConfigurationError("give the server with --stdio CMD... or --url URL")
 
 
@@ -443,6 +447,7 @@ def _parser() -> argparse.ArgumentParser:
     server = argparse.ArgumentParser(add_help=False, parents=[common])
     server.add_argument("--url", help="Streamable HTTP endpoint")
     server.add_argument("--token", help="bearer token (HTTP)")
+    oauth_arguments(server)
     server.add_argument(
         "--stdio", nargs=argparse.REMAINDER, help="server command and its arguments (last option)"
     )
@@ -471,6 +476,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve_arguments(serve)
     serve.set_defaults(handler=_cmd_serve)
+
+    add_login_commands(commands, common)
 
     demo = commands.add_parser("demo", parents=[common], help="run the end-to-end demo")
     demo.set_defaults(handler=_cmd_demo)

@@ -19,7 +19,14 @@ from urllib.parse import urlsplit
 import attrs
 
 from .._redact import redact_url
-from ..a2a.types import AgentCard, APIKeySecurityScheme, HTTPAuthSecurityScheme
+from ..a2a.types import (
+    AgentCard,
+    APIKeySecurityScheme,
+    HTTPAuthSecurityScheme,
+    OAuth2SecurityScheme,
+    OpenIdConnectSecurityScheme,
+)
+from ..auth.hook import ChallengeAuth
 from ..errors import ConfigurationError
 
 __all__ = ["APIKey", "BearerToken", "Credentials", "origin_of"]
@@ -152,6 +159,23 @@ def card_wants_bearer(card: AgentCard | None) -> bool:
     )
 
 
+def oauth_hints(card: AgentCard | None) -> tuple[list[str], str | None] | None:
+    """The scopes and metadata URL of the first OAuth 2 / OpenID Connect scheme the card's
+    security requirements name (OpenAPI: any one requirement object satisfies), or
+    ``None`` when the card asks for no such scheme."""
+    if card is None:
+        return None
+    schemes = card.security_schemes or {}
+    for requirement in card.security_requirements or []:
+        for name, scopes in requirement.items():
+            scheme = schemes.get(name)
+            if isinstance(scheme, OAuth2SecurityScheme):
+                return list(scopes), scheme.oauth2_metadata_url
+            if isinstance(scheme, OpenIdConnectSecurityScheme):
+                return list(scopes), scheme.open_id_connect_url
+    return None
+
+
 class OriginBoundCredentials:
     """Applies a credential only to requests for the origins it is bound to.
 
@@ -159,7 +183,7 @@ class OriginBoundCredentials:
     serialized.
     """
 
-    def __init__(self, credentials: Credentials, origins: frozenset[str]) -> None:
+    def __init__(self, credentials: Credentials | ChallengeAuth, origins: frozenset[str]) -> None:
         self._credentials = credentials
         self.origins = origins
         self._refresh_lock = threading.Lock()
@@ -167,7 +191,26 @@ class OriginBoundCredentials:
     def headers_for(self, url: str, card: AgentCard | None) -> Mapping[str, str]:
         if origin_of(url) not in self.origins:
             return {}
+        if isinstance(self._credentials, ChallengeAuth):  # OAuth: asked per request
+            value = self._credentials.authorization(url)
+            return {"Authorization": value} if value is not None else {}
         return self._credentials.headers(card)
+
+    def challenged(
+        self, url: str, status: int, challenge: str | None, sent: str | None, attempt: int
+    ) -> bool:
+        """After a 401/403 from ``url``: True when an OAuth credential has a new token
+        to send the request with (it raises AuthorizationError when it gives up)."""
+        if origin_of(url) not in self.origins or not isinstance(self._credentials, ChallengeAuth):
+            return False
+        return self._credentials.challenged(url, status, challenge, sent, attempt)
+
+    def use_card(self, url: str, card: AgentCard | None) -> None:
+        """Tell an OAuth credential what ``card`` says about ``url``'s protection."""
+        hint = getattr(self._credentials, "hint", None)
+        found = oauth_hints(card)
+        if hint is not None and found is not None and origin_of(url) in self.origins:
+            hint(url, scopes=found[0], metadata_url=found[1])
 
     def refresh(self) -> bool:
         """Ask the credential to refresh itself; False when it cannot."""

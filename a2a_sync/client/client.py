@@ -24,6 +24,7 @@ from ..a2a.types import (
     Task,
     TaskState,
 )
+from ..auth.hook import ChallengeAuth
 from ..errors import ConfigurationError, ProtocolError, UnsupportedOperation
 from ..policies import RetryPolicy, Timeout
 from ._message import MessageInput, as_message, send_params
@@ -63,6 +64,9 @@ class A2AClient:
         card: The agent's card, if known (used for credentials and capabilities).
         credentials: A :class:`~a2a_sync.client.auth.Credentials` (e.g. ``BearerToken``,
             ``APIKey``), sent only to ``trusted_origins``.
+        auth: An OAuth authorization (:class:`a2a_sync.auth.oauth.OAuth`): on a 401/403 it
+            discovers the agent's authorization server, obtains (or steps up) a token and
+            the call is sent again; tokens go only to ``trusted_origins``.
         trusted_origins: Origins the credentials may go to. Defaults to the origin the
             card was fetched from (or ``url``'s origin).
         extensions: A2A extension URIs to request (``A2A-Extensions``).
@@ -87,7 +91,8 @@ class A2AClient:
         revision: Revision = "1.0",
         binding: str = JSONRPC,
         card: AgentCard | None = None,
-        credentials: Credentials | None = None,
+        credentials: Credentials | ChallengeAuth | None = None,
+        auth: ChallengeAuth | None = None,
         trusted_origins: Iterable[str] | None = None,
         extensions: Sequence[str] = (),
         headers: Mapping[str, str] | None = None,
@@ -109,6 +114,10 @@ class A2AClient:
                 f"unknown A2A binding {binding!r}; use 'JSONRPC' or 'HTTP+JSON'"
             )
         self.binding = binding.strip().upper()
+        if auth is not None:
+            if credentials is not None:
+                raise ConfigurationError("give the credential once: credentials= or auth=")
+            credentials = auth
         self.url = url
         self.revision: Revision = revision
         self.tenant = tenant
@@ -133,6 +142,8 @@ class A2AClient:
                 f"({', '.join(sorted(origins))}); credentials are not sent there. Pass "
                 f"trusted_origins=[{self._endpoint_origin!r}] if that host is really yours."
             )
+        if self._credentials is not None:
+            self._credentials.use_card(url, self._card)  # OAuth: the card's scopes, AS
         fixed_headers = static_headers(revision, extensions, headers)
         # Everything that can refuse the arguments ran above: only now open a pool, so a
         # refused client leaves no connection pool behind.

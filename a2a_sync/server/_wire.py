@@ -366,12 +366,12 @@ def plain(
     return [body]
 
 
-def unauthorized(start_response: StartResponse) -> list[bytes]:
+def unauthorized(start_response: StartResponse, challenge: str = "Bearer") -> list[bytes]:
     return plain(
         start_response,
         "401 Unauthorized",
         "authentication required",
-        [("WWW-Authenticate", "Bearer")],
+        [("WWW-Authenticate", challenge)],
     )
 
 

@@ -285,6 +285,8 @@ class A2AApplication:
                     start_response, "405 Method Not Allowed", "use GET", [("Allow", "GET, HEAD")]
                 )
             return self._serve_card(environ, start_response, head=method == "HEAD")
+        if path == getattr(self._authenticate, "metadata_path", None) and method == "GET":
+            return _json(start_response, self._authenticate.metadata())  # type: ignore[union-attr]
         if self._rest is not None and path != self.rpc_path and self._rest.owns(path):
             return self._rest(environ, start_response)
         if path != self.rpc_path:
@@ -304,7 +306,8 @@ class A2AApplication:
             )
         principal = self._principal(environ)
         if principal is None:
-            return unauthorized(start_response)
+            challenge = getattr(self._authenticate, "challenge", None)  # e.g. JWTBearerAuth
+            return unauthorized(start_response, *([challenge(environ)] if challenge else []))
         body = read_body(environ, self.max_body_bytes)
         if body is None:
             return plain(start_response, "413 Content Too Large", "request body too large")
@@ -371,6 +374,15 @@ class A2AApplication:
                 self._check_extended_card()
                 if principal.is_anonymous:
                     return unauthorized(start_response)
+            refusal = getattr(self._authenticate, "refusal", None)  # scopes per operation
+            refused = refusal(principal, operation.value, request.method) if refusal else None
+            if refused is not None:
+                return plain(
+                    start_response,
+                    "403 Forbidden",
+                    "insufficient scope",
+                    [("WWW-Authenticate", refused)],
+                )
             call = CallContext(
                 principal=principal,
                 revision=revision,
@@ -515,3 +527,8 @@ class A2AApplication:
 
     def __repr__(self) -> str:
         return f"<A2AApplication {self.card.name!r} rpc={self.rpc_path!r}>"
+
+
+def _json(start_response: StartResponse, body: bytes) -> list[bytes]:
+    start_response("200 OK", [*JSON_HEADERS, ("Content-Length", str(len(body)))])
+    return [body]

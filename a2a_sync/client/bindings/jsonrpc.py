@@ -119,16 +119,24 @@ class JSONRPCTransport:
         request_id = self.ids()
         body = _request_body(method, self._params(params), request_id)
         retried_auth = False
+        refusals = 0
         while True:
+            headers = self._headers(card)
             result = self.http.request(
                 "POST",
                 self.url,
                 body=body,
-                headers=self._headers(card),
+                headers=headers,
                 idempotent=idempotent or operation in IDEMPOTENT,
                 timeout=self.timeout if timeout is None else timeout,
                 retry=self.retry,
             )
+            if result.status in (401, 403) and self.credentials is not None:
+                refusals += 1  # an OAuth credential bounds these and raises when it gives up
+                challenge = result.headers.get("WWW-Authenticate")
+                sent = headers.get("Authorization")
+                if self.credentials.challenged(self.url, result.status, challenge, sent, refusals):
+                    continue
             if (
                 result.status == 401
                 and not retried_auth
@@ -160,7 +168,33 @@ class JSONRPCTransport:
         body = _request_body(method, self._params(params), request_id)
         # Not marked idempotent even for SubscribeToTask: re-establishing a stream is the
         # resilient client's job (L2, with its own budget and waits), not the transport's.
-        request = StreamRequest("POST", self.url, body=body, headers=self._headers(card))
+        for attempt in (1, 2):
+            headers = self._headers(card)
+            try:
+                return self._open_stream(body, headers, request_id, timeout, reconnect)
+            except HTTPStatusError as exc:
+                # An OAuth credential answers a refused opening once (the status error
+                # carries no WWW-Authenticate: discovery falls back to the well-known URLs).
+                if (
+                    exc.status_code not in (401, 403)
+                    or attempt == 2
+                    or self.credentials is None
+                    or not self.credentials.challenged(
+                        self.url, exc.status_code, None, headers.get("Authorization"), attempt
+                    )
+                ):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _open_stream(
+        self,
+        body: bytes,
+        headers: Mapping[str, str],
+        request_id: int,
+        timeout: TimeoutArg,
+        reconnect: Any,
+    ) -> tuple[SSEStream, int]:
+        request = StreamRequest("POST", self.url, body=body, headers=headers)
         try:
             sse = SSEStream(
                 self.http,

@@ -21,6 +21,7 @@ from ..._constants import DEFAULT_CONNECT_TIMEOUT
 from ..._net.http import StreamResponse
 from ..._net.sse_decoder import ServerSentEvent, SSEDecoder
 from ..._redact import redact_url
+from ...auth.hook import ChallengeAuth
 from ...errors import (
     Cancelled,
     ConfigurationError,
@@ -90,7 +91,9 @@ _TOKEN: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _SESSION_ID: Final = re.compile(r"^[\x21-\x7e]+$")
 _SESSION_ID_MAX: Final = 1024
 
-AuthSource = str | Callable[[], str]
+#: A bearer token, a callable returning the current one, or an authorization that answers
+#: 401/403 challenges (``a2a_sync.auth.oauth.OAuth``).
+AuthSource = str | Callable[[], str] | ChallengeAuth
 
 
 def _origin(scheme: str, host: str, port: int | None) -> tuple[str, str, int]:
@@ -106,14 +109,16 @@ class Endpoint:
         url: ``http(s)://host[:port]/path[?query]``; no userinfo, no fragment.
         headers: Extra headers for every request (an API key, a tenant id).
         auth: A bearer token, or a callable returning the current one (called per
-            request); sent as ``Authorization: Bearer <token>``.
+            request); sent as ``Authorization: Bearer <token>``. Or a
+            :class:`~a2a_sync.auth.ChallengeAuth` (OAuth), asked for the header per
+            request and told about 401/403 refusals (:meth:`challenged`).
 
     Raises:
         ConfigurationError: Bad URL, a header the transport owns, a header that is not
             valid HTTP, or a credential given twice.
     """
 
-    __slots__ = ("_auth", "_base", "era_key", "name", "origin", "url")
+    __slots__ = ("_auth", "_base", "_challenge_auth", "era_key", "name", "origin", "url")
 
     def __init__(
         self,
@@ -161,7 +166,10 @@ class Endpoint:
             base[name] = value
         self._base = base
         self._auth = auth
-        if isinstance(auth, str):
+        self._challenge_auth = auth if isinstance(auth, ChallengeAuth) else None
+        if self._challenge_auth is not None:
+            self._auth = None
+        elif isinstance(auth, str):
             base["Authorization"] = _bearer(auth)
             self._auth = None
 
@@ -175,7 +183,22 @@ class Endpoint:
         headers = {"Accept": accept, "Accept-Encoding": "identity", **self._base}
         if self._auth is not None:
             headers["Authorization"] = _bearer(self._auth())  # type: ignore[operator]
+        elif self._challenge_auth is not None:
+            value = self._challenge_auth.authorization(self.url)
+            if value is not None:
+                headers["Authorization"] = value
         return headers
+
+    def challenged(
+        self, status: int, headers: Mapping[str, str], sent: str | None, attempt: int
+    ) -> bool:
+        """Whether to send a request refused with 401/403 again: asks the
+        :class:`~a2a_sync.auth.ChallengeAuth` (which may obtain or step up a token, or
+        raise :class:`~a2a_sync.errors.AuthorizationError`); False without one."""
+        if self._challenge_auth is None or status not in (401, 403):
+            return False
+        challenge = headers.get("WWW-Authenticate")
+        return self._challenge_auth.challenged(self.url, status, challenge, sent, attempt)
 
     def same_origin(self, url: str) -> bool:
         """True if ``url`` is on this endpoint's scheme, host and port."""

@@ -63,6 +63,7 @@ _DONE: Final = "done"
 _EXPIRED: Final = "expired"
 _LOST: Final = "lost"
 _FALLBACK: Final = "fallback"
+_AUTHORIZED: Final = "authorized"  # refused with 401/403; the auth has a new token
 
 _internal_ids = itertools.count(1)
 
@@ -116,10 +117,14 @@ class RequestPoster:
         """
         link = self._link
         renewed = reissued = False
+        refusals = 0
         while True:
-            verdict = self._post(exchange)
+            verdict = self._post(exchange, refusals + 1)
             if verdict == _DONE:
                 return
+            if verdict == _AUTHORIZED:
+                refusals += 1  # the ChallengeAuth bounds these and raises when it gives up
+                continue
             if verdict == _EXPIRED:
                 if renewed or exchange.internal or not self._renew(exchange):
                     again = " (again, after a new one was initialized)" if renewed else ""
@@ -142,7 +147,7 @@ class RequestPoster:
                 self._fall_back(exchange)
                 return
 
-    def _post(self, exchange: Exchange) -> str:
+    def _post(self, exchange: Exchange, attempt: int = 1) -> str:
         link = self._link
         headers = link.endpoint.headers(ACCEPT_BOTH)
         headers["Content-Type"] = JSON_TYPE
@@ -171,6 +176,10 @@ class RequestPoster:
                 return _DONE
             raise
         with response:
+            if response.status in (401, 403) and link.endpoint.challenged(
+                response.status, response.headers, headers.get("Authorization"), attempt
+            ):
+                return _AUTHORIZED
             return self._answer(exchange, response, session is not None)
 
     def _answer(self, exchange: Exchange, response: StreamResponse, sent_session: bool) -> str:

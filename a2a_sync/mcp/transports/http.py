@@ -360,7 +360,7 @@ class StreamableHTTPTransport:
 
     # --- notifications, replies, the GET stream, DELETE ------------------------------------------
 
-    def _post_ack(self, message: dict[str, Any], context: Outgoing) -> None:
+    def _post_ack(self, message: dict[str, Any], context: Outgoing, attempt: int = 1) -> None:
         headers = self._endpoint.headers(ACCEPT_BOTH)
         headers["Content-Type"] = JSON_TYPE
         headers.update(context.headers)
@@ -382,6 +382,11 @@ class StreamableHTTPTransport:
             if isinstance(exc, Cancelled) and self._closing:
                 raise ConnectionClosed(f"MCP connection to {self.name} is closed") from None
             raise self._endpoint.redact(exc) from None
+        if result.status in (401, 403) and self._endpoint.challenged(
+            result.status, result.headers, headers.get("Authorization"), attempt
+        ):
+            self._post_ack(message, context, attempt + 1)  # the auth bounds the attempts
+            return
         if result.ok:
             if context.method == "notifications/initialized":
                 self._listen()

@@ -1,0 +1,467 @@
+""":class:`OAuth`: an OAuth 2.1 client that the MCP and A2A HTTP transports consult.
+
+On a 401 it discovers the authorization server (:mod:`.discovery`), registers or picks a
+client (:mod:`.registration`), obtains a token (authorization code + PKCE through a
+:mod:`handler <.handlers>`, or client credentials), keeps it in a
+:class:`~.tokens.TokenStore`, and tells the transport to send the request again. Expired
+tokens are refreshed before use (refresh tokens rotate); a 403 ``insufficient_scope``
+leads to one re-authorization with the union of the scopes, then to
+:class:`~a2a_sync.errors.InsufficientScope`.
+
+Tokens are bound to the origin (scheme, host, port) that challenged for them and are only
+sent there, and only over HTTPS or to loopback.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Literal
+
+import attrs
+
+from ..._net.http import HTTPTransport
+from ...errors import AuthorizationError, ConfigurationError, InsufficientScope
+from .challenge import BearerChallenge, parse_bearer_challenge
+from .discovery import (
+    AuthorizationServer,
+    ProtectedResource,
+    authorization_server_at,
+    discover_authorization_server,
+    discover_resource,
+    first_issuer,
+)
+from .grants import finish_authorization, request_token, revoke_token, start_authorization
+from .handlers import AuthorizationHandler, default_handler
+from .registration import ClientChoice, check_metadata_document_url
+from .tokens import ClientInfo, Grant, GrantKey, MemoryTokenStore, Token, TokenStore
+from .urls import canonical_resource, check_endpoint, origin, token_destination
+
+__all__ = ["OAuth"]
+
+logger = logging.getLogger(__name__)
+
+#: Default bound of every OAuth network step (one metadata fetch, one token request).
+DEFAULT_TIMEOUT: Final = 30.0
+#: A token is refreshed this many seconds before it expires.
+DEFAULT_LEEWAY: Final = 30.0
+#: Refusals of one request after which we stop (stored token, fresh token, give up).
+MAX_ATTEMPTS: Final = 3
+
+Grants = Literal["authorization_code", "client_credentials"]
+
+
+@attrs.define
+class _Binding:
+    """What we know about one protected origin."""
+
+    resource: ProtectedResource
+    server: AuthorizationServer
+    client: ClientInfo
+    key: GrantKey
+    scopes: tuple[str, ...]
+    token: Token | None = None
+    fresh: bool = False  # the token came from the token endpoint during this challenge
+    #: The token a step-up obtained and the scopes it asked for.
+    step_up: tuple[Token, tuple[str, ...]] | None = None
+
+
+def _union(*groups: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(scope for group in groups for scope in group))
+
+
+class OAuth:
+    """OAuth 2.1 authorization for ``MCPConnection.http(url, auth=OAuth(...))``.
+
+    Args:
+        client_id: A pre-registered client (used first when given).
+        client_secret: Its secret (``client_secret_basic``/``client_secret_post``).
+        private_key: Its private key for ``private_key_jwt`` (PEM or a joserfc key).
+        token_endpoint_auth_method: ``none``, ``client_secret_basic``,
+            ``client_secret_post`` or ``private_key_jwt``; chosen from what was given and
+            what the server supports when omitted.
+        client_metadata_url: An HTTPS URL serving this client's Client ID Metadata
+            Document, used when the server supports them and no ``client_id`` is given.
+        client_name: Name sent with dynamic registration.
+        scopes: Scopes to ask for in addition to those the server challenges for (by
+            default, the challenge's, else the resource metadata's ``scopes_supported``).
+        grant: ``"authorization_code"`` (a person approves) or ``"client_credentials"``
+            (machine to machine; needs a pre-registered client).
+        handler: The browser step (:mod:`a2a_sync.auth.oauth.handlers`); by default a
+            notebook, script or headless handler depending on where this runs.
+        store: Where grants are kept (default: in memory; :class:`FileTokenStore` to keep
+            them between runs).
+        authorization_server: Issuer to prefer (or to use when the resource publishes no
+            metadata).
+        dynamic_registration: Allow RFC 7591 registration as the last resort.
+        redirect_uri: Redirect URI registered for loopback handlers (any port is used at
+            request time, RFC 8252 §7.3).
+        timeout: Bound of each OAuth network step, in seconds.
+        leeway: Refresh this many seconds before expiry.
+        jwt_alg: Signing algorithm of ``private_key_jwt`` assertions.
+        clock: Wall clock for expiry checks (tests inject one).
+
+    Thread-safe: one lock serializes discovery, flows and refreshes; concurrent requests
+    refused together share the one new token.
+    """
+
+    def __init__(
+        self,
+        *,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        private_key: Any = None,
+        token_endpoint_auth_method: str | None = None,
+        client_metadata_url: str | None = None,
+        client_name: str = "a2a-sync",
+        scopes: Sequence[str] = (),
+        grant: Grants = "authorization_code",
+        handler: AuthorizationHandler | None = None,
+        store: TokenStore | None = None,
+        authorization_server: str | None = None,
+        dynamic_registration: bool = True,
+        redirect_uri: str = "http://127.0.0.1/callback",
+        timeout: float = DEFAULT_TIMEOUT,
+        leeway: float = DEFAULT_LEEWAY,
+        jwt_alg: str = "RS256",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if grant not in ("authorization_code", "client_credentials"):
+            raise ConfigurationError(
+                f"grant must be 'authorization_code' or 'client_credentials', not {grant!r}"
+            )
+        if grant == "client_credentials" and not client_id:
+            raise ConfigurationError(
+                "the client_credentials grant needs a pre-registered client: pass client_id= "
+                "with client_secret= or private_key="
+            )
+        if client_metadata_url is not None:
+            check_metadata_document_url(client_metadata_url)
+        if timeout <= 0:
+            raise ConfigurationError("timeout must be positive")
+        self.client_id = client_id
+        self._private_key = private_key
+        self._registration = ClientChoice(
+            client_id=client_id,
+            client_secret=client_secret,
+            has_private_key=private_key is not None,
+            auth_method=token_endpoint_auth_method,
+            metadata_url=client_metadata_url,
+            name=client_name,
+            redirect_uri=redirect_uri,
+            dynamic=dynamic_registration,
+        )
+        self.scopes = tuple(scopes)
+        self.grant: Grants = grant
+        self.handler = handler if handler is not None else default_handler()
+        self.store: TokenStore = store if store is not None else MemoryTokenStore()
+        self.authorization_server = authorization_server
+        self.timeout = timeout
+        self.leeway = leeway
+        self.jwt_alg = jwt_alg
+        self._clock = clock
+        self._http = HTTPTransport(timeout=timeout)
+        self._lock = threading.RLock()
+        self._bindings: dict[str, _Binding] = {}
+        self._hints: dict[str, tuple[tuple[str, ...], str | None]] = {}
+
+    # --- the transport hook --------------------------------------------------------------------
+
+    def authorization(self, url: str) -> str | None:
+        """``Bearer <token>`` for a request to ``url`` when we hold a token for its origin
+        (refreshed first when it is about to expire), else ``None``."""
+        key, secure = token_destination(url)
+        with self._lock:
+            binding = self._bindings.get(key)
+            if binding is None or binding.token is None or not secure:
+                return None
+            if binding.token.expired(self.leeway, self._clock()):
+                self._renew(binding)
+            token = binding.token
+        return None if token is None else f"Bearer {token.access_token}"
+
+    def challenged(
+        self, url: str, status: int, challenge: str | None, sent: str | None, attempt: int
+    ) -> bool:
+        """React to a 401 or 403 (see :class:`a2a_sync.auth.ChallengeAuth`)."""
+        if status not in (401, 403):
+            return False
+        parsed = parse_bearer_challenge(challenge)
+        with self._lock:
+            binding = self._bindings.get(origin(url))
+            current = _header(binding)
+            if current is not None and sent != current:
+                return attempt <= MAX_ATTEMPTS  # another thread renewed meanwhile
+            if status == 403:
+                return self._step_up(url, binding, parsed)
+            return self._unauthorized(url, binding, parsed, attempt)
+
+    def hint(
+        self, url: str, *, scopes: Sequence[str] = (), metadata_url: str | None = None
+    ) -> None:
+        """What an A2A agent card says about the protection of ``url``: the scopes of its
+        security requirement (asked for when a challenge names none) and its
+        authorization-server metadata URL (used when the agent publishes no
+        protected-resource metadata). The A2A client calls this with the card."""
+        with self._lock:
+            self._hints[origin(url)] = (tuple(scopes), metadata_url)
+
+    # --- explicit use (CLI login/logout) -------------------------------------------------------
+
+    def login(self, url: str) -> None:
+        """Obtain a token for the server at ``url`` now (without waiting for a 401)."""
+        with self._lock:
+            binding = self._bindings.get(origin(url))
+            if binding is None or binding.token is None:
+                self._unauthorized(url, binding, None, 1)
+
+    def logout(self, url: str, *, revoke: bool = True) -> bool:
+        """Forget the token for ``url`` (in memory and in the store; without a token in
+        memory, discovery finds the stored grant), and first revoke its refresh token at
+        the server (RFC 7009, best effort) unless ``revoke=False``. True if a token was
+        held."""
+        with self._lock:
+            binding = self._bindings.pop(origin(url), None)
+            if binding is not None:
+                key, token = binding.key, binding.token
+                server, client = binding.server, binding.client
+            else:  # not used in this process: find the stored grant's key
+                _, server, key = self._locate(url, None)
+                stored = self.store.load(key)
+                token = stored.token if stored is not None else None
+                client = None
+                if revoke and token is not None and token.refresh_token is not None:
+                    # a stored grant comes with its client: no registration happens here
+                    client = self._registration.choose(self._http, server, stored, self.timeout)
+            if revoke and client is not None and token is not None and token.refresh_token:
+                revoke_token(
+                    self._http,
+                    server,
+                    client,
+                    token.refresh_token,
+                    timeout=self.timeout,
+                    private_key=self._private_key,
+                    jwt_alg=self.jwt_alg,
+                )
+            self.store.delete(key)
+            return token is not None
+
+    def close(self) -> None:
+        """Close the connection pool used for OAuth requests."""
+        self._http.close()
+
+    def __repr__(self) -> str:
+        return f"<OAuth {self.grant} for {sorted(self._bindings)}>"
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _unauthorized(
+        self, url: str, binding: _Binding | None, parsed: BearerChallenge | None, attempt: int
+    ) -> bool:
+        if not token_destination(url)[1]:
+            raise AuthorizationError(
+                f"refusing OAuth for {canonical_resource(url)}: tokens are sent over HTTPS "
+                "only (plain HTTP only to loopback)",
+                step="discovery",
+            )
+        if attempt > MAX_ATTEMPTS:
+            raise AuthorizationError(
+                f"{canonical_resource(url)} keeps answering 401; giving up after "
+                f"{MAX_ATTEMPTS} attempts",
+                step="resource",
+            )
+        if binding is not None and binding.token is not None:
+            if binding.fresh and attempt > 1:
+                raise AuthorizationError(
+                    f"{canonical_resource(url)} refused a token {binding.server.issuer} "
+                    "just issued for it; check that the server accepts this issuer and "
+                    "resource (audience)",
+                    step="resource",
+                )
+            if binding.token.refresh_token and self._refresh(binding):
+                return True
+            binding.token = None
+            self.store.save(binding.key, Grant(None, self._registration.kept(binding.client)))
+        if binding is None or (
+            parsed is not None
+            and parsed.resource_metadata is not None
+            and parsed.resource_metadata != binding.resource.metadata_url
+        ):
+            binding = self._discover(url, parsed)
+            if binding.token is not None:
+                return True  # a stored token: try it
+        if parsed is not None and parsed.scope:
+            binding.scopes = _union(self.scopes, parsed.scope)
+        self._obtain(binding)
+        return True
+
+    def _step_up(
+        self,
+        url: str,
+        binding: _Binding | None,
+        parsed: BearerChallenge | None,
+    ) -> bool:
+        if binding is None or parsed is None or not parsed.insufficient_scope:
+            return False
+        # MCP 2026-07-28: the union of what was asked before and what is challenged for.
+        wanted = _union(binding.scopes, parsed.scope or binding.resource.scopes_supported)
+        token = binding.token
+        granted = token.scope if token is not None and token.scope else binding.scopes
+        stepped = binding.step_up
+        if (token is not None and set(wanted) <= set(token.scope)) or (
+            stepped is not None and stepped[0] is token and set(wanted) <= set(stepped[1])
+        ):
+            # The token has (or a step-up already asked for) every scope wanted: another
+            # login would not help.
+            raise InsufficientScope(
+                f"{canonical_resource(url)} refuses with insufficient_scope although the "
+                f"token was issued for {list(granted)} (wanted {list(wanted)})"
+                + (f": {parsed.error_description}" if parsed.error_description else "")
+                + "; the authorization server did not grant the scopes the operation needs, "
+                "ask its operator",
+                scopes=wanted,
+            )
+        logger.info("%s needs more scopes; re-authorizing for %s", binding.key.resource, wanted)
+        binding.scopes = wanted
+        self._obtain(binding)
+        binding.step_up = (binding.token, wanted) if binding.token is not None else None
+        return True
+
+    def _locate(
+        self, url: str, parsed: BearerChallenge | None
+    ) -> tuple[ProtectedResource, AuthorizationServer, GrantKey]:
+        header_url = parsed.resource_metadata if parsed is not None else None
+        need_pkce = self.grant == "authorization_code"
+        hinted = self._hints.get(origin(url), ((), None))[1]
+        try:
+            resource = discover_resource(self._http, url, header_url, self.timeout)
+        except AuthorizationError:
+            if hinted is not None:  # the A2A card names the server's metadata
+                server = authorization_server_at(
+                    self._http, hinted, self.timeout, need_pkce=need_pkce
+                )
+                resource = ProtectedResource(canonical_resource(url), (server.issuer,))
+                return resource, server, self._key(server, resource)
+            if self.authorization_server is None:
+                raise
+            resource = ProtectedResource(canonical_resource(url), (self.authorization_server,))
+        preferred = [self.authorization_server] if self.authorization_server else None
+        issuer = first_issuer(resource, preferred)
+        server = discover_authorization_server(
+            self._http, issuer, self.timeout, need_pkce=need_pkce
+        )
+        return resource, server, self._key(server, resource)
+
+    def _key(self, server: AuthorizationServer, resource: ProtectedResource) -> GrantKey:
+        return GrantKey(server.issuer, resource.resource, self._registration.label)
+
+    def _discover(self, url: str, parsed: BearerChallenge | None) -> _Binding:
+        resource, server, key = self._locate(url, parsed)
+        stored = self.store.load(key)
+        client = self._registration.choose(self._http, server, stored, self.timeout)
+        scopes = _union(self.scopes, parsed.scope if parsed is not None else ())
+        hinted = self._hints.get(origin(url), ((), None))[0]
+        binding = _Binding(
+            resource=resource,
+            server=server,
+            client=client,
+            key=key,
+            scopes=scopes or hinted or resource.scopes_supported,
+            token=stored.token if stored is not None else None,
+        )
+        self._bindings[origin(url)] = binding
+        logger.info("%s is protected by %s", resource.resource, server.issuer)
+        return binding
+
+    def _keep(self, binding: _Binding, token: Token) -> None:
+        binding.token = token
+        binding.fresh = True
+        self.store.save(binding.key, Grant(token, self._registration.kept(binding.client)))
+
+    def _token(self, binding: _Binding, grant_type: str, step: str, **params: str) -> Token:
+        return request_token(
+            self._http,
+            binding.server,
+            binding.client,
+            grant_type,
+            step=step,
+            timeout=self.timeout,
+            private_key=self._private_key,
+            jwt_alg=self.jwt_alg,
+            params={"resource": binding.resource.resource, **params},
+        )
+
+    def _obtain(self, binding: _Binding) -> None:
+        scope = " ".join(binding.scopes)
+        if self.grant == "client_credentials":
+            self._keep(binding, self._token(binding, "client_credentials", "token", scope=scope))
+            return
+        pending = None
+
+        def build(redirect_uri: str) -> str:
+            nonlocal pending
+            check_endpoint(redirect_uri, "the redirect URI", "authorization")
+            pending = start_authorization(
+                binding.server,
+                binding.client,
+                redirect_uri,
+                binding.scopes,
+                binding.resource.resource,
+            )
+            return pending.url
+
+        callback = self.handler.authorize(build)
+        if pending is None:
+            raise AuthorizationError(
+                "the authorization handler returned without building the authorization URL",
+                step="authorization",
+            )
+        code = finish_authorization(
+            pending, callback, iss_supported=binding.server.iss_parameter_supported
+        )
+        token = self._token(
+            binding,
+            "authorization_code",
+            "token",
+            code=code,
+            redirect_uri=pending.redirect_uri,
+            code_verifier=pending.verifier,
+        )
+        self._keep(binding, token)
+
+    def _refresh(self, binding: _Binding) -> bool:
+        """Use the refresh token; False (and the token dropped) when it was refused."""
+        token = binding.token
+        assert token is not None
+        assert token.refresh_token is not None
+        try:
+            new = self._token(
+                binding, "refresh_token", "refresh", refresh_token=token.refresh_token
+            )
+        except AuthorizationError as exc:
+            logger.info("refreshing the token for %s failed: %s", binding.key.resource, exc)
+            return False
+        if new.refresh_token is None:  # the server did not rotate it: keep the old one
+            new = attrs.evolve(new, refresh_token=token.refresh_token)
+        self._keep(binding, new)
+        return True
+
+    def _renew(self, binding: _Binding) -> None:
+        """Before use: refresh an expiring token, or fetch a new client-credentials one;
+        else drop it (the next 401 starts the flow)."""
+        token = binding.token
+        assert token is not None
+        if token.refresh_token and self._refresh(binding):
+            return
+        if self.grant == "client_credentials":
+            self._obtain(binding)
+            return
+        binding.token = None
+
+
+def _header(binding: _Binding | None) -> str | None:
+    if binding is None or binding.token is None:
+        return None
+    return f"Bearer {binding.token.access_token}"
