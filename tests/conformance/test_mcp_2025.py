@@ -1,0 +1,320 @@
+"""MCP 2025-11-25 client requirements (handshake era): what a2a_sync's MCP client sends.
+
+stdio: the client talks to a2a_sync.testing's scripted MCP server, which records every
+message it receives (``record=``). Streamable HTTP: a scripted HTTP server that plays a
+2025-11-25 server (session id, JSON or SSE answers) and records every request. Sections
+are pages of modelcontextprotocol/modelcontextprotocol ``docs/specification/2025-11-25/``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from a2a_sync.errors import A2ASyncError, DeadlineExceeded
+from a2a_sync.mcp import MCPConnection
+from a2a_sync.testing import mcp_server_command
+from a2a_sync.testing.mcp_server import recorded_messages
+from tests.support.servers import RecordedRequest, ScriptedServer, respond, respond_json
+
+requirement = pytest.mark.requirement
+ERA = "2025-11-25"
+SCRIPT = {
+    "tools": {
+        "greet": "Hello, {name}!",
+        "slow": {"reply": "late", "delay": 1.5},
+        "steps": {"reply": "done", "progress": 3},
+    }
+}
+
+
+@pytest.fixture(scope="module")
+def stdio_record(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """One stdio session (handshake, list, calls with progress and a timed-out call),
+    closed; what the server received, in order."""
+    record = tmp_path_factory.mktemp("mcp") / "received.jsonl"
+    seen: list[Any] = []
+    with MCPConnection.stdio(mcp_server_command(SCRIPT, record=record), era=ERA) as conn:
+        client = conn.client()
+        client.list_tools()
+        client.call_tool("greet", {"name": "Ada"})
+        client.call_tool("steps", {}, progress=seen.append)
+        with pytest.raises(DeadlineExceeded):
+            client.call_tool("slow", {}, timeout=0.5)
+        # The server answers in order: once this is answered, it has read the cancel.
+        client.call_tool("greet", {"name": "again"})
+    assert len(seen) == 3  # the progress the server sent reached the callback
+    return recorded_messages(record)
+
+
+def requests_of(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m for m in messages if "id" in m and "method" in m]
+
+
+@requirement("mcp-2025-11-25-§lifecycle-initialize-first")
+@requirement("mcp-2025-11-25-§lifecycle-initialize-params")
+def test_initialize_is_the_first_message_and_carries_the_offer(
+    stdio_record: list[dict[str, Any]],
+) -> None:
+    """The first message is ``initialize`` with a protocol version, capabilities and
+    client information (name and version)."""
+    first = stdio_record[0]
+    assert first["method"] == "initialize"
+    params = first["params"]
+    assert isinstance(params["protocolVersion"], str)
+    assert isinstance(params["capabilities"], dict)
+    assert params["clientInfo"]["name"]
+    assert params["clientInfo"]["version"]
+
+
+@requirement("mcp-2025-11-25-§lifecycle-latest-version-offered")
+def test_the_offered_version_is_the_latest_handshake_revision(
+    stdio_record: list[dict[str, Any]],
+) -> None:
+    assert stdio_record[0]["params"]["protocolVersion"] == ERA
+
+
+@requirement("mcp-2025-11-25-§lifecycle-initialized-notification")
+@requirement("mcp-2025-11-25-§lifecycle-no-requests-before-initialize-answer")
+def test_initialized_follows_before_any_other_request(stdio_record: list[dict[str, Any]]) -> None:
+    """``notifications/initialized`` (a notification: no id) comes right after the
+    handshake, before any other request."""
+    second = stdio_record[1]
+    assert second["method"] == "notifications/initialized"
+    assert "id" not in second
+    assert [m["method"] for m in requests_of(stdio_record)][0] == "initialize"
+
+
+@requirement("mcp-2025-11-25-§index-request-id-string-or-integer")
+@requirement("mcp-2025-11-25-§index-request-id-unique")
+@requirement("mcp-2025-11-25-§index-jsonrpc-2")
+def test_requests_have_unique_string_or_integer_ids(stdio_record: list[dict[str, Any]]) -> None:
+    sent = requests_of(stdio_record)
+    assert len(sent) >= 5
+    assert all(m["jsonrpc"] == "2.0" for m in stdio_record)
+    ids = [m["id"] for m in sent]
+    assert all(isinstance(i, (str, int)) and not isinstance(i, bool) for i in ids)
+    assert len(set(map(repr, ids))) == len(ids)
+
+
+@requirement("mcp-2025-11-25-§index-notifications-carry-no-id")
+def test_notifications_carry_no_id(stdio_record: list[dict[str, Any]]) -> None:
+    notes = [m for m in stdio_record if m["method"].startswith("notifications/")]
+    assert notes
+    assert all("id" not in m for m in notes)
+
+
+@requirement("mcp-2025-11-25-§progress-token-string-or-integer-unique")
+def test_progress_tokens_are_strings_or_integers_and_unique(
+    stdio_record: list[dict[str, Any]],
+) -> None:
+    tokens = [
+        m["params"]["_meta"]["progressToken"]
+        for m in requests_of(stdio_record)
+        if "progressToken" in m.get("params", {}).get("_meta", {})
+    ]
+    assert tokens  # the call with a progress callback asked for progress
+    assert all(isinstance(t, (str, int)) and not isinstance(t, bool) for t in tokens)
+    assert len(set(map(repr, tokens))) == len(tokens)
+
+
+@requirement("mcp-2025-11-25-§lifecycle-timeout-sends-cancelled")
+@requirement("mcp-2025-11-25-§cancellation-names-the-request")
+def test_a_timed_out_request_is_cancelled_by_id(stdio_record: list[dict[str, Any]]) -> None:
+    """When a request times out the client sends ``notifications/cancelled`` naming it."""
+    slow = next(m for m in requests_of(stdio_record) if m.get("params", {}).get("name") == "slow")
+    cancels = [m for m in stdio_record if m["method"] == "notifications/cancelled"]
+    assert [c["params"]["requestId"] for c in cancels] == [slow["id"]]
+
+
+#: A stdio server that records raw lines and answers ``initialize`` with the version given
+#: as its second argument (an unsupported one for the version-mismatch test).
+RAW_SERVER = r"""
+import json, sys
+record, version = sys.argv[1], sys.argv[2]
+for line in sys.stdin.buffer:
+    with open(record, "ab") as out:
+        out.write(line)
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    if message["method"] == "initialize":
+        result = {"protocolVersion": version, "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "raw", "version": "0"}}
+    elif message["method"] == "tools/list":
+        result = {"tools": [{"name": "say", "inputSchema": {"type": "object"}}]}
+    elif message["method"] == "tools/call":
+        text = message["params"]["arguments"]["text"]
+        result = {"content": [{"type": "text", "text": text}]}
+    else:
+        reply = {"jsonrpc": "2.0", "id": message["id"],
+                 "error": {"code": -32601, "message": "Method not found"}}
+        sys.stdout.write(json.dumps(reply) + "\n"); sys.stdout.flush(); continue
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+"""
+
+
+@requirement("mcp-2025-11-25-§transports-stdio-one-message-per-line")
+def test_stdio_messages_are_single_utf8_lines(tmp_path: Path) -> None:
+    """Every line the client writes is one complete JSON-RPC message in UTF-8, with no
+    raw newline inside, even when the content has newlines and non-ASCII text."""
+    record = tmp_path / "raw.bin"
+    argv = [sys.executable, "-c", RAW_SERVER, str(record), ERA]
+    with MCPConnection.stdio(argv, era=ERA) as conn:
+        result = conn.client().call_tool("say", {"text": "two\nlines – ünïcode"})
+    assert result.text == "two\nlines – ünïcode"
+    lines = record.read_bytes().split(b"\n")
+    assert lines[-1] == b""
+    messages = [json.loads(line.decode("utf-8")) for line in lines[:-1]]
+    assert "tools/call" in [m.get("method") for m in messages]
+
+
+@requirement("mcp-2025-11-25-§lifecycle-disconnect-on-unsupported-version")
+def test_an_unsupported_server_version_ends_the_connection(tmp_path: Path) -> None:
+    """The server answers ``initialize`` with a version the client does not speak: the
+    client reports it and sends nothing more (no ``initialized``)."""
+    record = tmp_path / "raw.bin"
+    argv = [sys.executable, "-c", RAW_SERVER, str(record), "1999-01-01"]
+    with pytest.raises(A2ASyncError, match="1999-01-01"):
+        MCPConnection.stdio(argv, era=ERA, timeout=10)
+    methods = [json.loads(line)["method"] for line in record.read_bytes().splitlines()]
+    assert methods == ["initialize"]
+
+
+# -- Streamable HTTP (2025-11-25 shape) ------------------------------------------------------
+
+
+class LegacyHTTPServer:
+    """Plays a 2025-11-25 Streamable HTTP server: session ids, JSON or SSE answers, 202 for
+    notifications; ``expire`` makes the next request of the current session a 404."""
+
+    def __init__(self) -> None:
+        self.sessions = 0
+        self.expire = threading.Event()
+        self.server = ScriptedServer(self.handle)
+        self.url = self.server.url + "/mcp"
+
+    def handle(self, sock: socket.socket, request: RecordedRequest) -> None:
+        if request.method == "DELETE":
+            respond(sock, 200)
+            return
+        if request.method == "GET":
+            respond(sock, 405)
+            return
+        message = request.json()
+        session = request.headers.get("Mcp-Session-Id")
+        if message.get("method") == "initialize":
+            self.sessions += 1
+            result = {
+                "protocolVersion": ERA,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "legacy-http", "version": "0"},
+            }
+            answer = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+            respond_json(sock, answer, headers=[("Mcp-Session-Id", f"s-{self.sessions}")])
+            return
+        if session is not None and self.expire.is_set():
+            self.expire.clear()
+            respond_json(sock, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600,
+                         "message": "Session not found"}}, status=404)
+            return
+        if "id" not in message:
+            respond(sock, 202)
+            return
+        if message["method"] == "tools/list":
+            tools = [{"name": "say", "inputSchema": {"type": "object"}}]
+            respond_json(sock, {"jsonrpc": "2.0", "id": message["id"], "result": {"tools": tools}})
+            return
+        # tools/call: answered on an SSE stream (priming event, then the response)
+        result = {"content": [{"type": "text", "text": "streamed"}]}
+        event = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        body = f"id: e0\ndata: \n\nid: e1\nevent: message\ndata: {event}\n\n".encode()
+        respond(sock, 200, body, headers=[("Content-Type", "text/event-stream")])
+
+
+@pytest.fixture(scope="module")
+def legacy_http() -> Iterator[LegacyHTTPServer]:
+    server = LegacyHTTPServer()
+    with server.server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def http_session(legacy_http: LegacyHTTPServer) -> list[RecordedRequest]:
+    """One session: handshake, a JSON answer, an SSE answer, close; the requests made."""
+    before = len(legacy_http.server.requests)
+    with MCPConnection.http(legacy_http.url, era=ERA, transport="streamable-http") as conn:
+        client = conn.client()
+        assert [tool.name for tool in client.list_tools()] == ["say"]
+        assert client.call_tool("say", {}).text == "streamed"
+    return legacy_http.server.requests[before:]
+
+
+@requirement("mcp-2025-11-25-§transports-post-every-message")
+@requirement("mcp-2025-11-25-§transports-accept-json-and-sse")
+def test_every_message_is_a_post_accepting_json_and_sse(
+    http_session: list[RecordedRequest],
+) -> None:
+    posts = [r for r in http_session if r.method == "POST"]
+    assert [r.json().get("method") for r in posts][:2] == ["initialize", "notifications/initialized"]
+    assert all(r.path == "/mcp" for r in posts)
+    for request in posts:
+        accept = request.headers["Accept"]
+        assert "application/json" in accept
+        assert "text/event-stream" in accept
+
+
+@requirement("mcp-2025-11-25-§transports-json-and-sse-answers")
+def test_the_client_reads_json_and_sse_answers(http_session: list[RecordedRequest]) -> None:
+    """Checked by the fixture: a JSON answer (tools/list) and an SSE answer with a priming
+    event (tools/call) were both read."""
+    methods = [r.json().get("method") for r in http_session if r.method == "POST"]
+    assert {"tools/list", "tools/call"} <= set(methods)
+
+
+@requirement("mcp-2025-11-25-§transports-session-id-on-every-request")
+@requirement("mcp-2025-11-25-§transports-protocol-version-header")
+def test_later_requests_carry_the_session_and_the_version(
+    http_session: list[RecordedRequest],
+) -> None:
+    later = http_session[1:]
+    assert later
+    assert {r.headers.get("Mcp-Session-Id") for r in later} == {
+        http_session[1].headers["Mcp-Session-Id"]
+    }
+    assert all(r.headers.get("MCP-Protocol-Version") == ERA for r in later)
+
+
+@requirement("mcp-2025-11-25-§transports-delete-ends-session")
+def test_closing_deletes_the_session(http_session: list[RecordedRequest]) -> None:
+    last = http_session[-1]
+    assert last.method == "DELETE"
+    assert last.headers["Mcp-Session-Id"] == http_session[1].headers["Mcp-Session-Id"]
+
+
+@requirement("mcp-2025-11-25-§transports-expired-session-reinitializes")
+def test_an_expired_session_is_replaced_by_a_new_handshake(
+    legacy_http: LegacyHTTPServer,
+) -> None:
+    """A 404 for a request carrying a session id: the client starts a new session with an
+    ``initialize`` that carries no session id."""
+    before = len(legacy_http.server.requests)
+    with MCPConnection.http(legacy_http.url, era=ERA, transport="streamable-http") as conn:
+        client = conn.client()
+        legacy_http.expire.set()
+        try:
+            client.list_tools(refresh=True)
+        except A2ASyncError:
+            client.list_tools(refresh=True)  # reported once; the next call starts afresh
+    made = legacy_http.server.requests[before:]
+    inits = [r for r in made if r.method == "POST" and r.json().get("method") == "initialize"]
+    assert len(inits) == 2
+    assert "Mcp-Session-Id" not in inits[1].headers
