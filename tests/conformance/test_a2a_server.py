@@ -114,6 +114,15 @@ def test_default_send_returns_the_finished_task(a2a_server: str) -> None:
     assert task["artifacts"]
 
 
+@requirement("a2a-1.0-§3.2.2-blocking-waits-until-terminal")
+def test_default_send_returns_at_an_interrupted_state(a2a_server: str) -> None:
+    """The reading both servers follow (see the catalogue's spec-conflict entry): a
+    waiting send also comes back when the task is interrupted (input required), since it
+    cannot reach a terminal state without the caller."""
+    task = send(a2a_server, user("need input"))["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+
 @requirement("a2a-1.0-§3.2.2-return-immediately-does-not-wait")
 def test_return_immediately_answers_before_the_task_ends(a2a_server: str) -> None:
     """``returnImmediately`` answers at once with a task still in progress."""
@@ -456,6 +465,34 @@ def test_every_error_carries_a_code_and_a_message(a2a_server: str) -> None:
     assert answer["error"]["message"]
 
 
+def _as_alice(url: str, method: str, params: Any) -> Any:
+    body = {"jsonrpc": "2.0", "id": 8, "method": method, "params": params}
+    return post(url, body, {**V1, "Authorization": "Bearer test-token"}).json()
+
+
+@requirement("a2a-1.0-§3.1.4-list-only-visible-tasks")
+def test_list_shows_only_the_callers_tasks(own_server: str) -> None:
+    """A task created by one caller is not listed for another. (a2a_sync only: the peer
+    script has a single caller.)"""
+    context = "ctx-visibility"
+    mine = _as_alice(own_server, "SendMessage", {"message": user("hello", contextId=context)})
+    assert mine["result"]["task"]["id"]
+    alice = _as_alice(own_server, "ListTasks", {"contextId": context})["result"]["tasks"]
+    anonymous = rpc(own_server, "ListTasks", {"contextId": context})["result"].get("tasks", [])
+    assert [t["id"] for t in alice] == [mine["result"]["task"]["id"]]
+    assert anonymous == []
+
+
+@requirement("a2a-1.0-§3.3.2-no-existence-leak")
+def test_another_callers_task_looks_like_no_task(own_server: str) -> None:
+    """Reading or cancelling another caller's task is answered exactly like a task that
+    does not exist (-32001). (a2a_sync only: the peer script has a single caller.)"""
+    theirs = _as_alice(own_server, "SendMessage", {"message": user("need input")})
+    task_id = theirs["result"]["task"]["id"]
+    for method in ("GetTask", "CancelTask"):
+        assert error_code(rpc(own_server, method, {"id": task_id})) == -32001, method
+
+
 # -- §3.4 contexts --------------------------------------------------------------------------
 
 
@@ -504,7 +541,8 @@ def test_a_patch_number_does_not_change_the_version(a2a_server: str) -> None:
 
 
 @requirement("a2a-1.0-§3.6.2-requested-version-semantics")
-@requirement("a2a-1.0-§3.6.2-missing-version-means-0.3")
+@requirement("a2a-1.0-§3.6.2-missing-version-means-v03")
+@requirement("a2a-1.0-§5.5-enum-values-kebab-case")
 def test_each_request_is_served_in_the_version_it_names(a2a_server: str) -> None:
     """The same task read as 1.0 has ProtoJSON states; as 0.3 (no header) the 0.3 shape."""
     task = send(a2a_server, user("hello"))["task"]
