@@ -33,7 +33,12 @@ def rpc(url: str, method: str, params: Any = None, *, version: str | None = "1.0
 
 def user(text: str, **fields: Any) -> dict[str, Any]:
     """A 1.0 user message."""
-    return {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}], **fields}
+    return {
+        "messageId": str(uuid.uuid4()),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+        **fields,
+    }
 
 
 def user03(text: str, **fields: Any) -> dict[str, Any]:

@@ -47,7 +47,9 @@ ROLES = frozenset({"client", "server"})
 STATUSES = frozenset({"tested", "failing", "not-supported", "spec-conflict"})
 SPECS = frozenset({"a2a-1.0", "a2a-0.3", "mcp-2025-11-25", "mcp-2026-07-28"})
 #: ``<spec>-§<section>-<slug>``: the section is the one in the entry's ``section`` field.
-ID_PATTERN = re.compile(r"^(?P<spec>[a-z0-9.-]+?)-§(?P<section>[0-9A-Za-z./]+)-(?P<slug>[a-z0-9-]+)$")
+ID_PATTERN = re.compile(
+    r"^(?P<spec>[a-z0-9.-]+?)-§(?P<section>[0-9A-Za-z./]+)-(?P<slug>[a-z0-9-]+)$"
+)
 
 
 @attrs.frozen

@@ -50,4 +50,3 @@ def a2a_server(request: pytest.FixtureRequest) -> str:
     if request.param == "a2a_sdk":
         return str(request.getfixturevalue("a2a_sdk_agent").url)
     return str(request.getfixturevalue("own_server"))
-

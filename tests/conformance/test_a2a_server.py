@@ -38,9 +38,12 @@ from .agents import ConformanceAgent
 requirement = pytest.mark.requirement
 
 
-def own_app(agent: ConformanceAgent, **capabilities: bool) -> A2AApplication:
+def own_app(
+    agent: ConformanceAgent, *, streaming: bool = True, push: bool = True, extended: bool = False
+) -> A2AApplication:
     """a2a_sync's server with other card capabilities (capability-validation tests)."""
-    return A2AApplication(attrs.evolve(card(**capabilities), supported_interfaces=[]), agent)
+    declared = card(streaming=streaming, push=push, extended=extended)
+    return A2AApplication(attrs.evolve(declared, supported_interfaces=[]), agent)
 
 
 def started(url: str, text: str) -> dict[str, Any]:
@@ -344,9 +347,7 @@ def test_get_of_a_missing_push_config_fails(a2a_server: str) -> None:
 @requirement("a2a-1.0-§3.1.9-push-list-returns-all")
 def test_list_returns_every_push_config_of_the_task(a2a_server: str) -> None:
     task = started(a2a_server, "slow 1000")
-    ids = {
-        _set(a2a_server, task["id"], f"https://hooks.example/{n}")["result"]["id"] for n in "ab"
-    }
+    ids = {_set(a2a_server, task["id"], f"https://hooks.example/{n}")["result"]["id"] for n in "ab"}
     listed = rpc(a2a_server, "ListTaskPushNotificationConfigs", {"taskId": task["id"]})
     if error_code(listed) == -32601:  # the draft's singular name
         listed = rpc(a2a_server, "ListTaskPushNotificationConfig", {"taskId": task["id"]})
@@ -442,7 +443,12 @@ def test_a_required_extension_the_client_did_not_declare_is_refused(
     )
     with serve_in_thread(A2AApplication(required, agent)) as url:
         plain = rpc(url + "/", "SendMessage", {"message": user("hello")})
-        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": user("hi")}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendMessage",
+            "params": {"message": user("hi")},
+        }
         declared = post(url + "/", body, {**V1, "A2A-Extensions": uri}).json()
     assert error_code(plain) == -32008
     assert "result" in declared
@@ -614,8 +620,12 @@ def test_the_card_is_published_and_its_interfaces_work(a2a_server: str) -> None:
 @requirement("a2a-1.0-§9.3-jsonrpc-2-envelope")
 def test_responses_are_jsonrpc_2_with_the_request_id(a2a_server: str) -> None:
     for request_id in ("abc-1", 42):
-        body = {"jsonrpc": "2.0", "id": request_id, "method": "SendMessage",
-                "params": {"message": user("hello")}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "SendMessage",
+            "params": {"message": user("hello")},
+        }
         response = post(a2a_server, body, V1)
         assert response.headers["Content-Type"].startswith("application/json")
         answer = response.json()

@@ -89,7 +89,7 @@ def test_initialized_follows_before_any_other_request(stdio_record: list[dict[st
     second = stdio_record[1]
     assert second["method"] == "notifications/initialized"
     assert "id" not in second
-    assert [m["method"] for m in requests_of(stdio_record)][0] == "initialize"
+    assert next(m["method"] for m in requests_of(stdio_record)) == "initialize"
 
 
 @requirement("mcp-2025-11-25-§index-request-id-string-or-integer")
@@ -169,8 +169,8 @@ def test_stdio_messages_are_single_utf8_lines(tmp_path: Path) -> None:
     record = tmp_path / "raw.bin"
     argv = [sys.executable, "-c", RAW_SERVER, str(record), ERA]
     with MCPConnection.stdio(argv, era=ERA) as conn:
-        result = conn.client().call_tool("say", {"text": "two\nlines – ünïcode"})
-    assert result.text == "two\nlines – ünïcode"
+        result = conn.client().call_tool("say", {"text": "two\nlines \u2013 \u00fcn\u00efcode"})
+    assert result.text == "two\nlines \u2013 \u00fcn\u00efcode"
     lines = record.read_bytes().split(b"\n")
     assert lines[-1] == b""
     messages = [json.loads(line.decode("utf-8")) for line in lines[:-1]]
@@ -213,7 +213,7 @@ class LegacyHTTPServer:
         session = request.headers.get("Mcp-Session-Id")
         if message.get("method") == "initialize":
             self.sessions += 1
-            result = {
+            result: dict[str, Any] = {
                 "protocolVersion": ERA,
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": "legacy-http", "version": "0"},
@@ -223,8 +223,15 @@ class LegacyHTTPServer:
             return
         if session is not None and self.expire.is_set():
             self.expire.clear()
-            respond_json(sock, {"jsonrpc": "2.0", "id": None, "error": {"code": -32600,
-                         "message": "Session not found"}}, status=404)
+            respond_json(
+                sock,
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": -32600, "message": "Session not found"},
+                },
+                status=404,
+            )
             return
         if "id" not in message:
             respond(sock, 202)
@@ -264,7 +271,10 @@ def test_every_message_is_a_post_accepting_json_and_sse(
     http_session: list[RecordedRequest],
 ) -> None:
     posts = [r for r in http_session if r.method == "POST"]
-    assert [r.json().get("method") for r in posts][:2] == ["initialize", "notifications/initialized"]
+    assert [r.json().get("method") for r in posts][:2] == [
+        "initialize",
+        "notifications/initialized",
+    ]
     assert all(r.path == "/mcp" for r in posts)
     for request in posts:
         accept = request.headers["Accept"]

@@ -59,8 +59,9 @@ class ModernHTTPServer:
                 "message": "Unsupported protocol version",
                 "data": {"supported": list(self.supported), "requested": meta.get(META_VERSION)},
             }
-            respond_json(sock, {"jsonrpc": "2.0", "id": message.get("id"), "error": error},
-                         status=400)
+            respond_json(
+                sock, {"jsonrpc": "2.0", "id": message.get("id"), "error": error}, status=400
+            )
             return
         info = {"io.modelcontextprotocol/serverInfo": {"name": "modern", "version": "0"}}
         result: dict[str, Any]
@@ -75,18 +76,25 @@ class ModernHTTPServer:
             result = {"tools": TOOLS, "ttlMs": 0, "cacheScope": "private"}
         elif method == "tools/call":
             result = {"content": [{"type": "text", "text": "ok"}]}
-            answer = {"jsonrpc": "2.0", "id": message["id"],
-                      "result": {**result, "resultType": "complete", "_meta": info}}
+            answer = {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "result": {**result, "resultType": "complete", "_meta": info},
+            }
             body = f"event: message\ndata: {json.dumps(answer)}\n\n".encode()
             respond(sock, 200, body, headers=[("Content-Type", "text/event-stream")])
             return
         else:
             error = {"code": -32601, "message": "Method not found"}
-            respond_json(sock, {"jsonrpc": "2.0", "id": message.get("id"), "error": error},
-                         status=404)
+            respond_json(
+                sock, {"jsonrpc": "2.0", "id": message.get("id"), "error": error}, status=404
+            )
             return
-        answer = {"jsonrpc": "2.0", "id": message["id"],
-                  "result": {**result, "resultType": "complete", "_meta": info}}
+        answer = {
+            "jsonrpc": "2.0",
+            "id": message["id"],
+            "result": {**result, "resultType": "complete", "_meta": info},
+        }
         respond_json(sock, answer)
 
 
@@ -120,7 +128,7 @@ def test_every_request_carries_version_and_capabilities_in_meta(
     modern_requests: list[RecordedRequest],
 ) -> None:
     sent = [b for b in bodies(modern_requests) if "id" in b]
-    assert [b["method"] for b in sent][0] == "server/discover"
+    assert next(b["method"] for b in sent) == "server/discover"
     for body in sent:
         meta = body["params"]["_meta"]
         assert meta[META_VERSION] == MODERN
@@ -170,13 +178,14 @@ def test_designated_parameters_are_mirrored_with_the_sentinel_for_non_ascii(
     """``x-mcp-header: Region`` puts the argument into ``Mcp-Param-Region``; a value that
     is not plain ASCII is sent as ``=?base64?...?=`` of its UTF-8 bytes."""
     call = next(
-        r for r in modern_requests
+        r
+        for r in modern_requests
         if r.json()["method"] == "tools/call" and r.json()["params"]["name"] == "weather"
     )
     value = call.headers["Mcp-Param-Region"]
     assert value.startswith("=?base64?")
     assert value.endswith("?=")
-    assert base64.b64decode(value[len("=?base64?"):-2]).decode("utf-8") == "Zürich-Nord"
+    assert base64.b64decode(value[len("=?base64?") : -2]).decode("utf-8") == "Zürich-Nord"
 
 
 @requirement("mcp-2026-07-28-§streamable-http-json-and-sse-answers")
