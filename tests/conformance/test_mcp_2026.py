@@ -12,12 +12,15 @@ import base64
 import json
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from a2a_sync.errors import A2ASyncError
-from a2a_sync.mcp import ERA_CACHE, MCPConnection
+from a2a_sync.mcp import ERA_CACHE, ElicitResult, MCPConnection
+from a2a_sync.testing import mcp_server_command
+from a2a_sync.testing.mcp_server import recorded_messages
 from tests.support.servers import RecordedRequest, ScriptedServer, respond, respond_json
 
 requirement = pytest.mark.requirement
@@ -25,8 +28,14 @@ MODERN = "2026-07-28"
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT = "io.modelcontextprotocol/clientInfo"
+#: An opaque requestState with characters a client might be tempted to decode or trim.
+STATE = " eyJ4IjoxfQ==.\u00e9 "
 TOOLS = [
     {"name": "say", "inputSchema": {"type": "object"}},
+    {"name": "ask", "inputSchema": {"type": "object"}},
+    {"name": "ask-nostate", "inputSchema": {"type": "object"}},
+    {"name": "bogus", "inputSchema": {"type": "object"}},
+    {"name": "bare", "inputSchema": {"type": "object"}},
     {
         "name": "weather",
         "inputSchema": {
@@ -45,6 +54,32 @@ class ModernHTTPServer:
         self.supported = supported
         self.server = ScriptedServer(self.handle)
         self.url = self.server.url + "/mcp"
+
+    @staticmethod
+    def call(params: dict[str, Any]) -> dict[str, Any] | None:
+        """A tools/call result: ``ask`` / ``ask-nostate`` need an elicitation first (with
+        and without ``requestState``); ``bogus`` has an unknown resultType; ``bare`` none."""
+        name = params["name"]
+        done = {"resultType": "complete", "content": [{"type": "text", "text": "ok"}]}
+        if name in ("ask", "ask-nostate") and "inputResponses" not in params:
+            form = {"type": "object", "properties": {"name": {"type": "string"}}}
+            asked: dict[str, Any] = {
+                "resultType": "input_required",
+                "inputRequests": {
+                    "login": {
+                        "method": "elicitation/create",
+                        "params": {"mode": "form", "message": "who?", "requestedSchema": form},
+                    }
+                },
+            }
+            if name == "ask":
+                asked["requestState"] = STATE
+            return asked
+        if name == "bogus":
+            return {"resultType": "bogus", "content": []}
+        if name == "bare":
+            return None
+        return done
 
     def handle(self, sock: socket.socket, request: RecordedRequest) -> None:
         if request.method != "POST":
@@ -75,12 +110,12 @@ class ModernHTTPServer:
         elif method == "tools/list":
             result = {"tools": TOOLS, "ttlMs": 0, "cacheScope": "private"}
         elif method == "tools/call":
-            result = {"content": [{"type": "text", "text": "ok"}]}
-            answer = {
-                "jsonrpc": "2.0",
-                "id": message["id"],
-                "result": {**result, "resultType": "complete", "_meta": info},
-            }
+            called = self.call(message["params"])
+            if called is None:  # no resultType at all: an earlier revision's server
+                answer = {"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}}
+                respond_json(sock, answer)
+                return
+            answer = {"jsonrpc": "2.0", "id": message["id"], "result": {**called, "_meta": info}}
             body = f"event: message\ndata: {json.dumps(answer)}\n\n".encode()
             respond(sock, 200, body, headers=[("Content-Type", "text/event-stream")])
             return
@@ -107,15 +142,25 @@ def modern() -> Iterator[ModernHTTPServer]:
 
 @pytest.fixture(scope="module")
 def modern_requests(modern: ModernHTTPServer) -> list[RecordedRequest]:
-    """One auto-era connection: discover, list, two calls; the requests made."""
+    """One auto-era connection: discover, list, calls (two with an input round); the
+    requests made."""
     ERA_CACHE.clear()
     before = len(modern.server.requests)
-    with MCPConnection.http(modern.url, transport="streamable-http") as conn:
+    answers = [ElicitResult.accept({"name": "octocat"})] * 2
+    with MCPConnection.http(
+        modern.url, transport="streamable-http", elicitation_callback=lambda _: answers.pop()
+    ) as conn:
         assert conn.era == "modern"
         client = conn.client()
         client.list_tools()
         assert client.call_tool("say", {}).text == "ok"
         assert client.call_tool("weather", {"region": "Zürich-Nord"}).text == "ok"
+        assert client.call_tool("ask", {"x": 1}).text == "ok"
+        assert client.call_tool("ask-nostate", {}).text == "ok"
+        bare = client.call_tool("bare", {})
+        assert (len(bare.content), bare.is_error) == (0, False)
+        with pytest.raises(A2ASyncError, match="bogus"):
+            client.call_tool("bogus", {})
     return modern.server.requests[before:]
 
 
@@ -208,3 +253,115 @@ def test_an_unsupported_version_error_does_not_send_the_client_to_initialize() -
             MCPConnection.http(server.url, transport="streamable-http", timeout=10)
         methods = [r.json().get("method") for r in server.server.requests if r.method == "POST"]
     assert "initialize" not in methods
+
+
+def calls_of(made: list[RecordedRequest], name: str) -> list[dict[str, Any]]:
+    return [b for b in bodies(made) if b["method"] == "tools/call" and b["params"]["name"] == name]
+
+
+@requirement("mcp-2026-07-28-§mrtr-retry-with-inputs-and-new-id")
+@requirement("mcp-2026-07-28-§mrtr-request-state-echoed-verbatim")
+def test_an_input_round_is_answered_by_a_retry_with_the_inputs_and_the_state(
+    modern_requests: list[RecordedRequest],
+) -> None:
+    """The retry repeats the original request under a new id, with the answers keyed as
+    the server asked and ``requestState`` exactly as received."""
+    first, retry = calls_of(modern_requests, "ask")
+    assert retry["id"] != first["id"]
+    assert retry["params"]["arguments"] == first["params"]["arguments"] == {"x": 1}
+    login = retry["params"]["inputResponses"]["login"]
+    assert (login["action"], login["content"]) == ("accept", {"name": "octocat"})
+    assert retry["params"]["requestState"] == STATE
+    assert "elicitation" in first["params"]["_meta"][META_CAPABILITIES]
+
+
+@requirement("mcp-2026-07-28-§mrtr-no-state-invented")
+def test_a_retry_carries_no_state_when_none_was_given(
+    modern_requests: list[RecordedRequest],
+) -> None:
+    first, retry = calls_of(modern_requests, "ask-nostate")
+    assert "inputResponses" in retry["params"]
+    assert "requestState" not in retry["params"]
+    assert "requestState" not in first["params"]
+
+
+@requirement("mcp-2026-07-28-§mrtr-inputs-only-on-the-retry")
+def test_other_requests_carry_no_input_responses(modern_requests: list[RecordedRequest]) -> None:
+    retries = [b for b in bodies(modern_requests) if "inputResponses" in b.get("params", {})]
+    assert [b["params"]["name"] for b in retries] == ["ask", "ask-nostate"]
+
+
+@requirement("mcp-2026-07-28-§index-unknown-result-type-invalid")
+@requirement("mcp-2026-07-28-§index-absent-result-type-is-complete")
+def test_result_types(modern_requests: list[RecordedRequest]) -> None:
+    """Checked by the fixture: ``bogus`` raised a protocol error naming the resultType,
+    ``bare`` (no resultType) was read as a complete result."""
+    assert calls_of(modern_requests, "bogus")
+    assert calls_of(modern_requests, "bare")
+
+
+# -- era detection (dual-era client) -----------------------------------------------------------
+
+
+@requirement("mcp-2026-07-28-§versioning-stdio-probe-then-fallback")
+def test_stdio_probes_with_discover_and_falls_back_on_a_legacy_error(tmp_path: Path) -> None:
+    """On stdio a dual-era client probes with ``server/discover``; the handshake-era
+    scripted server answers -32601 (not a modern error), so the client falls back to
+    ``initialize``."""
+    record = tmp_path / "received.jsonl"
+    argv = mcp_server_command(tools={"greet": "hi"}, record=record)
+    with MCPConnection.stdio(argv) as conn:
+        assert conn.era == "legacy"
+        assert conn.client().call_tool("greet", {}).text == "hi"
+    methods = [m.get("method") for m in recorded_messages(record)]
+    assert methods[:3] == ["server/discover", "initialize", "notifications/initialized"]
+
+
+class LegacyOnlyHTTPServer:
+    """A handshake-era server that, like server-everything, answers any request outside a
+    session with 400 and a non-modern error."""
+
+    def __init__(self) -> None:
+        self.server = ScriptedServer(self.handle)
+        self.url = self.server.url + "/mcp"
+
+    def handle(self, sock: socket.socket, request: RecordedRequest) -> None:
+        if request.method != "POST":
+            respond(sock, 405 if request.method == "GET" else 200)
+            return
+        message = request.json()
+        if message.get("method") == "initialize":
+            result = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "legacy", "version": "0"},
+            }
+            answer = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+            respond_json(sock, answer, headers=[("Mcp-Session-Id", "s-1")])
+        elif "Mcp-Session-Id" not in request.headers:
+            error = {"code": -32000, "message": "Bad Request: Server not initialized"}
+            respond_json(sock, {"jsonrpc": "2.0", "id": None, "error": error}, status=400)
+        elif "id" not in message:
+            respond(sock, 202)
+        else:
+            result = {"tools": []} if message["method"] == "tools/list" else {}
+            respond_json(sock, {"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+
+@requirement("mcp-2026-07-28-§versioning-era-cached-per-origin")
+def test_the_era_found_for_an_origin_is_reused() -> None:
+    """The first connection probes (a modern request, then ``initialize``); a second
+    connection to the same endpoint goes straight to ``initialize``."""
+    ERA_CACHE.clear()
+    legacy = LegacyOnlyHTTPServer()
+    with legacy.server:
+        for _ in range(2):
+            with MCPConnection.http(legacy.url, transport="streamable-http") as conn:
+                assert conn.era == "legacy"
+        firsts = [
+            r.json().get("method")
+            for r in legacy.server.requests
+            if r.method == "POST" and "Mcp-Session-Id" not in r.headers
+        ]
+    ERA_CACHE.clear()
+    assert firsts == ["server/discover", "initialize", "initialize"]
