@@ -1,6 +1,7 @@
 """A minimal MCP stdio server (2025-11-25 handshake) that records the raw bytes it reads.
 
-Run: ``python raw_mcp_server.py RECORD VERSION``. Every line read from stdin is appended to
+Run: ``python raw_mcp_server.py RECORD VERSION``; VERSION ``silent`` never answers
+``initialize`` (the handshake-timeout test). Every line read from stdin is appended to
 RECORD unchanged (so a test sees exactly what the client wrote); ``initialize`` is answered
 with VERSION (an unsupported one for the version-mismatch test). It logs a line to stderr
 at start. After ``notifications/initialized`` it sends the client a ``ping`` and a request
@@ -33,7 +34,8 @@ def main() -> None:
             send({"jsonrpc": "2.0", "id": "srv-ping", "method": "ping"})
             send({"jsonrpc": "2.0", "id": "srv-unknown", "method": "no/such-method"})
         elif message["method"] == "initialize":
-            send(answer(message, version))
+            if version != "silent":
+                send(answer(message, version))
         elif "id" in message:
             held.append(answer(message, version))
         if held and answered >= set(SERVER_REQUESTS):

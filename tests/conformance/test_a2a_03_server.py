@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 import requests
+
+from a2a_sync.server import A2AApplication, serve_in_thread
+from tests.server.agents import card
 
 from .a2a_wire import WAIT, data_lines, error_code, post, rpc, stream, user03
 from .agents import ConformanceAgent
@@ -56,6 +60,52 @@ def test_stream_is_jsonrpc_responses_ending_with_a_final_update(a2a_server: str)
     assert results[-1]["final"] is True
     assert results[-1]["status"]["state"] in TERMINAL03
     assert not [r for r in results[:-1] if r.get("final")]
+
+
+@requirement("a2a-0.3-§7.1-non-blocking-send-returns-at-once")
+@requirement("a2a-0.3-§6.3-task-state-names")
+def test_a_non_blocking_send_returns_the_running_task(a2a_server: str) -> None:
+    """``blocking: false`` answers while the task still works; states use the 0.3
+    lower-case names."""
+    task = send03(a2a_server, "slow 1000", blocking=False)
+    assert task["status"]["state"] in ("submitted", "working")
+    asked = send03(a2a_server, "need input")
+    assert asked["status"]["state"] == "input-required"
+    rpc(a2a_server, "tasks/cancel", {"id": task["id"]}, version=None)
+
+
+@requirement("a2a-0.3-§6.1-context-id-assigned")
+def test_every_task_has_a_context_id(a2a_server: str) -> None:
+    assert send03(a2a_server, "hello")["contextId"]
+
+
+@requirement("a2a-0.3-§7.10-extended-card-needs-authentication")
+def test_the_extended_card_is_served_only_to_an_authenticated_caller(a2a_server: str) -> None:
+    body = {"jsonrpc": "2.0", "id": 3, "method": "agent/getAuthenticatedExtendedCard"}
+    anonymous = post(a2a_server, body)
+    assert anonymous.status_code == 401 or error_code(anonymous.json()) is not None
+    answer = post(a2a_server, body, {"Authorization": "Bearer test-token"}).json()
+    assert answer["result"]["name"]
+    assert answer["result"]["protocolVersion"].startswith("0.3")
+
+
+@requirement("a2a-0.3-§8.2-capability-errors")
+def test_methods_of_undeclared_capabilities_are_refused(agent: ConformanceAgent) -> None:
+    """A card without streaming or push: message/stream and tasks/resubscribe are
+    UnsupportedOperationError (-32004), push config methods PushNotificationNotSupported
+    (-32003). (a2a_sync only: the peer's card declares both.)"""
+    bare = attrs.evolve(card(streaming=False, push=False), supported_interfaces=[])
+    with serve_in_thread(A2AApplication(bare, agent)) as url:
+        base = url + "/"
+        task = send03(base, "need input")
+        config = {"taskId": task["id"], "pushNotificationConfig": {"url": "https://h.example/"}}
+        for method, params, code in (
+            ("message/stream", {"message": user03("hi")}, -32004),
+            ("tasks/resubscribe", {"id": task["id"]}, -32004),
+            ("tasks/pushNotificationConfig/set", config, -32003),
+            ("tasks/pushNotificationConfig/list", {"id": task["id"]}, -32003),
+        ):
+            assert error_code(rpc(base, method, params, version=None)) == code, method
 
 
 @requirement("a2a-0.3-§7.3-get-unknown-task-not-found")

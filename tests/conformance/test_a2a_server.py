@@ -108,6 +108,26 @@ def test_task_stream_starts_with_the_task_and_ends_at_its_terminal_state(a2a_ser
     )
 
 
+def _first_stream_answer(url: str, params: dict[str, Any]) -> Any:
+    with stream(url, "SendStreamingMessage", params) as response:
+        if response.headers["Content-Type"].startswith("text/event-stream"):
+            return next(data_lines(response))
+        return response.json()
+
+
+@requirement("a2a-1.0-§3.1.2-stream-to-terminal-task-unsupported")
+def test_streaming_to_a_finished_task_is_unsupported_operation(a2a_server: str) -> None:
+    task = send(a2a_server, user("hello"))["task"]
+    follow = user("again", taskId=task["id"], contextId=task["contextId"])
+    assert error_code(_first_stream_answer(a2a_server, {"message": follow})) == -32004
+
+
+@requirement("a2a-1.0-§3.1.2-stream-unknown-task-not-found")
+def test_streaming_to_an_unknown_task_is_task_not_found(a2a_server: str) -> None:
+    message = user("hello", taskId="no-such-task")
+    assert error_code(_first_stream_answer(a2a_server, {"message": message})) == -32001
+
+
 @requirement("a2a-1.0-§3.2.2-default-send-waits-for-the-outcome")
 def test_default_send_returns_the_finished_task(a2a_server: str) -> None:
     """Without ``returnImmediately`` SendMessage waits for the outcome: the answer

@@ -44,6 +44,8 @@ def stdio_record(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any
     with MCPConnection.stdio(mcp_server_command(SCRIPT, record=record), era=ERA) as conn:
         client = conn.client()
         client.list_tools()
+        assert not client.list_resources()  # not offered by the server: nothing is asked
+        assert not client.list_prompts()
         client.call_tool("greet", {"name": "Ada"})
         client.call_tool("steps", {}, progress=seen.append)
         with pytest.raises(DeadlineExceeded):
@@ -102,6 +104,29 @@ def test_requests_have_unique_string_or_integer_ids(stdio_record: list[dict[str,
     ids = [m["id"] for m in sent]
     assert all(isinstance(i, (str, int)) and not isinstance(i, bool) for i in ids)
     assert len(set(map(repr, ids))) == len(ids)
+
+
+@requirement("mcp-2025-11-25-§lifecycle-only-negotiated-capabilities")
+def test_features_the_server_did_not_offer_are_not_requested(
+    stdio_record: list[dict[str, Any]],
+) -> None:
+    """The scripted server offered tools only; listing resources and prompts asked it
+    nothing."""
+    methods = {m["method"] for m in stdio_record}
+    assert "tools/list" in methods
+    assert not methods & {"resources/list", "prompts/list"}
+
+
+@requirement("mcp-2025-11-25-§cancellation-never-initialize")
+def test_an_unanswered_initialize_is_not_cancelled(tmp_path: Path) -> None:
+    """The server never answers ``initialize``: the client gives up after its handshake
+    timeout without sending ``notifications/cancelled`` for it."""
+    record = tmp_path / "raw.bin"
+    argv = [sys.executable, RAW_SERVER, str(record), "silent"]
+    with pytest.raises(A2ASyncError):
+        MCPConnection.stdio(argv, era=ERA, timeout=5, handshake_timeout=0.5)
+    methods = [json.loads(line)["method"] for line in record.read_bytes().splitlines()]
+    assert methods == ["initialize"]
 
 
 @requirement("mcp-2025-11-25-§index-notifications-carry-no-id")
