@@ -50,3 +50,14 @@ def a2a_server(request: pytest.FixtureRequest) -> str:
     if request.param == "a2a_sdk":
         return str(request.getfixturevalue("a2a_sdk_agent").url)
     return str(request.getfixturevalue("own_server"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep ``known_failure`` tests out of runs whose ``-m`` replaced the default one
+    (``-m "not peer"``, say); they run only when the expression names them."""
+    if "known_failure" in (config.getoption("markexpr") or ""):
+        return
+    known = [item for item in items if item.get_closest_marker("known_failure")]
+    if known:
+        config.hook.pytest_deselected(items=known)
+        items[:] = [item for item in items if not item.get_closest_marker("known_failure")]

@@ -129,6 +129,7 @@ def test_streaming_to_an_unknown_task_is_task_not_found(a2a_server: str) -> None
 
 
 @requirement("a2a-1.0-§3.2.2-default-send-waits-for-the-outcome")
+@requirement("a2a-1.0-§3.1.1-return-immediately-vs-blocking")
 def test_default_send_returns_the_finished_task(a2a_server: str) -> None:
     """Without ``returnImmediately`` SendMessage waits for the outcome: the answer
     carries the terminal state and the artifacts."""
@@ -234,6 +235,18 @@ def test_cancel_returns_the_canceled_task(a2a_server: str) -> None:
     answer = rpc(a2a_server, "CancelTask", {"id": task["id"]})["result"]
     assert answer["id"] == task["id"]
     assert answer["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+@requirement("a2a-1.0-§3.3.1-cancel-idempotent-vs-not-cancelable")
+def test_a_second_cancel_returns_the_canceled_task(own_server: str) -> None:
+    """The reading a2a_sync follows for 1.0 (see the catalogue's spec-conflict entry):
+    cancelling is idempotent, a repeat returns the task, still canceled. (a2a_sync only:
+    a2a-sdk 1.3.0 follows the other reading and answers -32002.)"""
+    task = started(own_server, "slow 1000")
+    first = rpc(own_server, "CancelTask", {"id": task["id"]})["result"]
+    assert first["status"]["state"] == "TASK_STATE_CANCELED"
+    again = rpc(own_server, "CancelTask", {"id": task["id"]})["result"]
+    assert (again["id"], again["status"]) == (first["id"], first["status"])
 
 
 @requirement("a2a-1.0-§3.1.5-cancel-unknown-task-not-found")
