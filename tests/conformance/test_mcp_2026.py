@@ -40,7 +40,18 @@ TOOLS = [
         "name": "weather",
         "inputSchema": {
             "type": "object",
-            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+            "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "count": {"type": "integer", "x-mcp-header": "Count"},
+                "flag": {"type": "boolean", "x-mcp-header": "Flag"},
+            },
+        },
+    },
+    {  # invalid: x-mcp-header on a number-typed parameter
+        "name": "bad-header",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"ratio": {"type": "number", "x-mcp-header": "Ratio"}},
         },
     },
 ]
@@ -52,6 +63,7 @@ class ModernHTTPServer:
 
     def __init__(self, supported: tuple[str, ...] = (MODERN,)) -> None:
         self.supported = supported
+        self.listed: list[str] = []
         self.server = ScriptedServer(self.handle)
         self.url = self.server.url + "/mcp"
 
@@ -152,9 +164,15 @@ def modern_requests(modern: ModernHTTPServer) -> list[RecordedRequest]:
     ) as conn:
         assert conn.era == "modern"
         client = conn.client()
-        client.list_tools()
+        modern.listed = [tool.name for tool in client.list_tools()]
         assert client.call_tool("say", {}).text == "ok"
-        assert client.call_tool("weather", {"region": "Zürich-Nord"}).text == "ok"
+        arguments: list[dict[str, Any]] = [
+            {"region": "Zürich-Nord", "count": 42, "flag": True},
+            {"region": "=?base64?literal?=", "count": None},
+            {},
+        ]
+        for given in arguments:
+            assert client.call_tool("weather", given).text == "ok"
         assert client.call_tool("ask", {"x": 1}).text == "ok"
         assert client.call_tool("ask-nostate", {}).text == "ok"
         bare = client.call_tool("bare", {})
@@ -215,22 +233,42 @@ def test_method_and_name_are_mirrored_into_headers(
             assert request.headers["Mcp-Name"] == "say"
 
 
+def _decoded(value: str) -> str:
+    assert value.startswith("=?base64?"), value
+    assert value.endswith("?=")
+    return base64.b64decode(value[len("=?base64?") : -2]).decode("utf-8")
+
+
 @requirement("mcp-2026-07-28-§streamable-http-x-mcp-header-mirrored")
 @requirement("mcp-2026-07-28-§streamable-http-base64-sentinel")
-def test_designated_parameters_are_mirrored_with_the_sentinel_for_non_ascii(
+@requirement("mcp-2026-07-28-§streamable-http-header-value-conversion")
+def test_designated_parameters_are_mirrored_and_encoded(
     modern_requests: list[RecordedRequest],
 ) -> None:
-    """``x-mcp-header: Region`` puts the argument into ``Mcp-Param-Region``; a value that
-    is not plain ASCII is sent as ``=?base64?...?=`` of its UTF-8 bytes."""
-    call = next(
+    """``x-mcp-header`` parameters become ``Mcp-Param-<name>``: integers in decimal,
+    booleans lower-case; a value that is not plain ASCII, or that looks like the sentinel,
+    is sent as ``=?base64?...?=`` of its UTF-8 bytes; a null or absent value sends no
+    header."""
+    full, sentinel, empty = (
         r
         for r in modern_requests
         if r.json()["method"] == "tools/call" and r.json()["params"]["name"] == "weather"
     )
-    value = call.headers["Mcp-Param-Region"]
-    assert value.startswith("=?base64?")
-    assert value.endswith("?=")
-    assert base64.b64decode(value[len("=?base64?") : -2]).decode("utf-8") == "Zürich-Nord"
+    assert _decoded(full.headers["Mcp-Param-Region"]) == "Zürich-Nord"
+    assert (full.headers["Mcp-Param-Count"], full.headers["Mcp-Param-Flag"]) == ("42", "true")
+    assert _decoded(sentinel.headers["Mcp-Param-Region"]) == "=?base64?literal?="
+    assert "Mcp-Param-Count" not in sentinel.headers  # null: no header
+    assert not [name for name in empty.headers if name.lower().startswith("mcp-param-")]
+
+
+@requirement("mcp-2026-07-28-§streamable-http-invalid-x-mcp-header-tool-excluded")
+def test_a_tool_with_an_invalid_header_annotation_is_left_out(
+    modern: ModernHTTPServer, modern_requests: list[RecordedRequest]
+) -> None:
+    """``x-mcp-header`` on a number parameter makes the tool invalid: it is not listed,
+    the other tools are."""
+    assert "bad-header" not in modern.listed
+    assert {"say", "weather", "ask"} <= set(modern.listed)
 
 
 @requirement("mcp-2026-07-28-§streamable-http-json-and-sse-answers")
