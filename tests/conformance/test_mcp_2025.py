@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from a2a_sync.errors import A2ASyncError, DeadlineExceeded
-from a2a_sync.mcp import MCPConnection
+from a2a_sync.mcp import ElicitResult, MCPConnection, Root
 from a2a_sync.testing import mcp_server_command
 from a2a_sync.testing.mcp_server import recorded_messages
 from tests.support.servers import RecordedRequest, ScriptedServer, respond, respond_json
@@ -162,13 +162,33 @@ def test_a_timed_out_request_is_cancelled_by_id(stdio_record: list[dict[str, Any
 RAW_SERVER = str(Path(__file__).with_name("raw_mcp_server.py"))
 
 
+#: Requests the raw server sends after the handshake (besides ping and an unknown method).
+CLIENT_FEATURE_REQUESTS = {
+    "srv-roots": {"method": "roots/list"},
+    "srv-elicit": {
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": "Your name?",
+            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+        },
+    },
+}
+
+
 @pytest.fixture(scope="module")
 def raw_lines(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
-    """One session with :mod:`.raw_mcp_server` (stderr noise, a server ping and an unknown
-    server request, a call with newlines and non-ASCII text); the raw lines it read."""
+    """One session with :mod:`.raw_mcp_server` (stderr noise; server requests: ping, an
+    unknown method, roots/list, elicitation/create; a call with newlines and non-ASCII
+    text); the raw lines it read."""
     record = tmp_path_factory.mktemp("raw") / "raw.bin"
-    argv = [sys.executable, RAW_SERVER, str(record), ERA]
-    with MCPConnection.stdio(argv, era=ERA) as conn:
+    argv = [sys.executable, RAW_SERVER, str(record), ERA, json.dumps(CLIENT_FEATURE_REQUESTS)]
+    with MCPConnection.stdio(
+        argv,
+        era=ERA,
+        roots_callback=lambda: [Root(uri="file:///srv/project", name="project")],
+        elicitation_callback=lambda request: ElicitResult.accept({"name": "Ada"}),
+    ) as conn:
         result = conn.client().call_tool("say", {"text": TRICKY})
     assert result.text == TRICKY
     lines = record.read_bytes().split(b"\n")
@@ -355,3 +375,29 @@ def test_an_expired_session_is_replaced_by_a_new_handshake(
     inits = [r for r in made if r.method == "POST" and r.json().get("method") == "initialize"]
     assert len(inits) == 2
     assert "Mcp-Session-Id" not in inits[1].headers
+
+
+def _answers(raw_lines: list[bytes]) -> dict[Any, dict[str, Any]]:
+    return {m["id"]: m for m in map(json.loads, raw_lines) if "method" not in m and "id" in m}
+
+
+def _initialize(raw_lines: list[bytes]) -> dict[str, Any]:
+    return next(m for m in map(json.loads, raw_lines) if m.get("method") == "initialize")
+
+
+@requirement("mcp-2025-11-25-§roots-capability-declared-and-file-uris")
+def test_roots_are_declared_and_listed_as_file_uris(raw_lines: list[bytes]) -> None:
+    """A client that offers roots declares the ``roots`` capability and answers
+    ``roots/list`` with ``file://`` URIs."""
+    assert "roots" in _initialize(raw_lines)["params"]["capabilities"]
+    roots = _answers(raw_lines)["srv-roots"]["result"]["roots"]
+    assert roots == [{"uri": "file:///srv/project", "name": "project"}]
+
+
+@requirement("mcp-2025-11-25-§elicitation-capability-declared-and-action-answered")
+def test_elicitation_is_declared_and_answered_with_an_action(raw_lines: list[bytes]) -> None:
+    """A client that offers elicitation declares it and answers ``elicitation/create``
+    with an action (``accept`` here, with the form content)."""
+    assert "elicitation" in _initialize(raw_lines)["params"]["capabilities"]
+    result = _answers(raw_lines)["srv-elicit"]["result"]
+    assert (result["action"], result["content"]) == ("accept", {"name": "Ada"})
