@@ -31,7 +31,14 @@ SCRIPT = {
         "greet": "Hello, {name}!",
         "slow": {"reply": "late", "delay": 1.5},
         "steps": {"reply": "done", "progress": 3},
-    }
+    },
+    # two pages; the cursor has characters a client might be tempted to trim or escape
+    "pages": {
+        "tools": {
+            "": {"items": ["greet", "slow"], "next": " c/2=+ "},
+            " c/2=+ ": {"items": ["steps"]},
+        }
+    },
 }
 
 
@@ -43,7 +50,7 @@ def stdio_record(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any
     seen: list[Any] = []
     with MCPConnection.stdio(mcp_server_command(SCRIPT, record=record), era=ERA) as conn:
         client = conn.client()
-        client.list_tools()
+        assert {tool.name for tool in client.list_tools()} == {"greet", "slow", "steps"}
         assert not client.list_resources()  # not offered by the server: nothing is asked
         assert not client.list_prompts()
         client.call_tool("greet", {"name": "Ada"})
@@ -127,6 +134,17 @@ def test_an_unanswered_initialize_is_not_cancelled(tmp_path: Path) -> None:
         MCPConnection.stdio(argv, era=ERA, timeout=5, handshake_timeout=0.5)
     methods = [json.loads(line)["method"] for line in record.read_bytes().splitlines()]
     assert methods == ["initialize"]
+
+
+@requirement("mcp-2025-11-25-§pagination-cursor-opaque")
+def test_the_next_cursor_is_sent_back_unchanged(stdio_record: list[dict[str, Any]]) -> None:
+    """The second page is asked for with the server's cursor exactly as given."""
+    cursors = [
+        (m.get("params") or {}).get("cursor")
+        for m in stdio_record
+        if m.get("method") == "tools/list"
+    ]
+    assert cursors[:2] == [None, " c/2=+ "]
 
 
 @requirement("mcp-2025-11-25-§index-notifications-carry-no-id")
