@@ -85,3 +85,9 @@ def kind(event: dict[str, Any]) -> str:
     members = [k for k in ("task", "message", "statusUpdate", "artifactUpdate") if k in event]
     assert len(members) == 1, event
     return members[0]
+
+
+def started(url: str, text: str) -> dict[str, Any]:
+    """A task sent with ``returnImmediately`` (still running when it comes back)."""
+    result = send(url, user(text), configuration={"returnImmediately": True})
+    return dict(result["task"])

@@ -8,8 +8,11 @@ message completes it), ``need auth``, ``reply`` (a direct Message), ``chunks N``
 
 from __future__ import annotations
 
+import attrs
+
+from a2a_sync.server import A2AApplication
 from a2a_sync.server.executor import RequestContext, TaskUpdater
-from tests.server.agents import EchoAgent, wait_either
+from tests.server.agents import EchoAgent, card, wait_either
 
 
 class ConformanceAgent(EchoAgent):
@@ -24,3 +27,11 @@ class ConformanceAgent(EchoAgent):
                 updater.complete()
             return
         super().execute(context, updater)
+
+
+def own_app(
+    agent: ConformanceAgent, *, streaming: bool = True, push: bool = True, extended: bool = False
+) -> A2AApplication:
+    """a2a_sync's server with other card capabilities (capability-validation tests)."""
+    declared = card(streaming=streaming, push=push, extended=extended)
+    return A2AApplication(attrs.evolve(declared, supported_interfaces=[]), agent)
