@@ -17,6 +17,7 @@ import pytest
 import requests
 
 from a2a_sync.server import A2AApplication, serve_in_thread
+from a2a_sync.server.auth import BearerTokens
 from a2a_sync.types import AgentExtension
 from tests.server.agents import card
 
@@ -59,6 +60,33 @@ def test_extended_card_needs_the_declared_credentials(a2a_server: str) -> None:
     assert anonymous.status_code == 401 or error_code(anonymous.json()) is not None
     bearer = {**V1, "Authorization": "Bearer test-token"}
     assert post(a2a_server, body, bearer).json()["result"]["name"]
+
+
+@requirement("a2a-1.0-§7.4-authenticate-every-request")
+@requirement("a2a-1.0-§7.4-auth-challenge-information")
+@requirement("a2a-0.3-§4.4-auth-errors-use-http-status")
+def test_without_anonymous_access_every_call_needs_credentials(agent: ConformanceAgent) -> None:
+    """A server that declares bearer authentication and allows no anonymous callers
+    refuses every call without a valid token with 401 and a ``WWW-Authenticate`` challenge
+    naming the scheme, 1.0 and 0.3 alike, and serves it with one. (a2a_sync only: the peer
+    script guards only its extended card.)"""
+    public = attrs.evolve(card(), supported_interfaces=[])
+    app = A2AApplication(public, agent, authenticate=BearerTokens({"tok-7": "carol"}))
+    calls = [
+        ({"method": "SendMessage", "params": {"message": user("hello")}}, V1),
+        ({"method": "GetTask", "params": {"id": "t"}}, V1),
+        ({"method": "tasks/get", "params": {"id": "t"}}, {}),
+    ]
+    with serve_in_thread(app) as url:
+        for call, headers in calls:
+            body = {"jsonrpc": "2.0", "id": 1, **call}
+            for token in (None, "wrong"):
+                sent = {**headers, **({"Authorization": f"Bearer {token}"} if token else {})}
+                refused = post(url + "/", body, sent)
+                assert refused.status_code == 401, call
+                assert refused.headers["WWW-Authenticate"].lower().startswith("bearer")
+            served = post(url + "/", body, {**headers, "Authorization": "Bearer tok-7"})
+            assert served.status_code == 200, call
 
 
 @requirement("a2a-1.0-§3.3.4-streaming-undeclared-unsupported")
