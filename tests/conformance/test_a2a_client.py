@@ -148,6 +148,18 @@ def test_the_client_names_major_minor_version_on_every_request(agent: ScriptedAg
     assert all(re.fullmatch(r"\d+\.\d+", r.headers["A2A-Version"]) for r in posts)
 
 
+@requirement("a2a-1.0-§9.2-client-service-parameters-as-headers")
+def test_requested_extensions_travel_in_one_header(agent: ScriptedAgent) -> None:
+    """Extensions the client asks for go in ``A2A-Extensions``, comma-separated in one
+    header field."""
+    uris = ["https://example.com/ext/a/v1", "https://example.com/ext/b/v2"]
+    before = len(agent.server.requests)
+    with A2AClient.from_url(agent.url, extensions=uris) as client:
+        client.send_message("hello")
+    request = last_post(agent, before + 2)
+    assert [u.strip() for u in request.headers["A2A-Extensions"].split(",")] == uris
+
+
 @requirement("a2a-1.0-§9.3-client-jsonrpc-2-requests")
 @requirement("a2a-1.0-§9.1-client-json-content-type")
 def test_client_requests_are_jsonrpc_2_objects(agent: ScriptedAgent) -> None:

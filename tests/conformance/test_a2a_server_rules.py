@@ -166,6 +166,16 @@ def test_a_required_extension_the_client_did_not_declare_is_refused(
     assert "result" in declared
 
 
+@requirement("a2a-1.0-§4.6.3-unknown-extension-ignored")
+def test_an_extension_the_agent_does_not_know_is_ignored(a2a_server: str) -> None:
+    """A request naming an extension the agent does not support (and does not require)
+    is served as if it had not been named."""
+    body = {"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": user("hi")}}
+    headers = {**V1, "A2A-Extensions": "https://example.com/ext/unknown/v9"}
+    answer = post(a2a_server, body, headers).json()
+    assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
 @requirement("a2a-1.0-§3.3.2-validate-input")
 @requirement("a2a-1.0-§5.7-required-arrays-non-empty")
 def test_invalid_params_are_refused_before_processing(a2a_server: str) -> None:
