@@ -264,6 +264,7 @@ class LegacyHTTPServer:
     def __init__(self) -> None:
         self.sessions = 0
         self.expire = threading.Event()
+        self.pending: dict[str, bytes] = {}  # event id -> the SSE event a resume gets
         self.server = ScriptedServer(self.handle)
         self.url = self.server.url + "/mcp"
 
@@ -272,7 +273,11 @@ class LegacyHTTPServer:
             respond(sock, 200)
             return
         if request.method == "GET":
-            respond(sock, 405)
+            event = self.pending.pop(request.headers.get("Last-Event-ID", ""), None)
+            if event is None:
+                respond(sock, 405)
+            else:
+                respond(sock, 200, event, headers=[("Content-Type", "text/event-stream")])
             return
         message = request.json()
         session = request.headers.get("Mcp-Session-Id")
@@ -302,14 +307,22 @@ class LegacyHTTPServer:
             respond(sock, 202)
             return
         if message["method"] == "tools/list":
-            tools = [{"name": "say", "inputSchema": {"type": "object"}}]
+            tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ("say", "cut")]
             respond_json(sock, {"jsonrpc": "2.0", "id": message["id"], "result": {"tools": tools}})
             return
-        # tools/call: answered on an SSE stream (priming event, then the response)
+        # tools/call: answered on an SSE stream (priming event, then the response); the
+        # tool "cut" closes the stream after the priming event, and the answer waits for
+        # the client to resume with GET + Last-Event-ID.
         result = {"content": [{"type": "text", "text": "streamed"}]}
         event = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
-        body = f"id: e0\ndata: \n\nid: e1\nevent: message\ndata: {event}\n\n".encode()
-        respond(sock, 200, body, headers=[("Content-Type", "text/event-stream")])
+        answer = f"id: e1\nevent: message\ndata: {event}\n\n".encode()
+        sse = [("Content-Type", "text/event-stream")]
+        if message["params"]["name"] == "cut":
+            self.pending[f"cut-{message['id']}"] = answer
+            priming = f"id: cut-{message['id']}\nretry: 10\ndata: \n\n".encode()
+            respond(sock, 200, priming, headers=sse, close=True)
+            return
+        respond(sock, 200, b"id: e0\ndata: \n\n" + answer, headers=sse)
 
 
 @pytest.fixture(scope="module")
@@ -325,7 +338,7 @@ def http_session(legacy_http: LegacyHTTPServer) -> list[RecordedRequest]:
     before = len(legacy_http.server.requests)
     with MCPConnection.http(legacy_http.url, era=ERA, transport="streamable-http") as conn:
         client = conn.client()
-        assert [tool.name for tool in client.list_tools()] == ["say"]
+        assert [tool.name for tool in client.list_tools()] == ["say", "cut"]
         assert client.call_tool("say", {}).text == "streamed"
     return legacy_http.server.requests[before:]
 
@@ -373,6 +386,23 @@ def test_closing_deletes_the_session(http_session: list[RecordedRequest]) -> Non
     last = http_session[-1]
     assert last.method == "DELETE"
     assert last.headers["Mcp-Session-Id"] == http_session[1].headers["Mcp-Session-Id"]
+
+
+@requirement("mcp-2025-11-25-§transports-resume-with-last-event-id")
+def test_a_cut_response_stream_is_resumed_with_last_event_id(
+    legacy_http: LegacyHTTPServer,
+) -> None:
+    """The server ends the call's SSE stream after its priming event (with ``retry``);
+    the client resumes with a GET carrying ``Last-Event-ID`` and the session, and gets
+    the answer there."""
+    before = len(legacy_http.server.requests)
+    with MCPConnection.http(legacy_http.url, era=ERA, transport="streamable-http") as conn:
+        assert conn.client().call_tool("cut", {}).text == "streamed"
+    gets = [r for r in legacy_http.server.requests[before:] if r.method == "GET"]
+    resumed = [r for r in gets if "Last-Event-ID" in r.headers]
+    assert len(resumed) == 1
+    assert resumed[0].headers["Last-Event-ID"].startswith("cut-")
+    assert resumed[0].headers["Mcp-Session-Id"]
 
 
 @requirement("mcp-2025-11-25-§transports-expired-session-reinitializes")
