@@ -314,15 +314,15 @@ class LegacyHTTPServer:
         # tool "cut" closes the stream after the priming event, and the answer waits for
         # the client to resume with GET + Last-Event-ID.
         result = {"content": [{"type": "text", "text": "streamed"}]}
-        event = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
-        answer = f"id: e1\nevent: message\ndata: {event}\n\n".encode()
+        data = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        final = f"id: e1\nevent: message\ndata: {data}\n\n".encode()
         sse = [("Content-Type", "text/event-stream")]
         if message["params"]["name"] == "cut":
-            self.pending[f"cut-{message['id']}"] = answer
+            self.pending[f"cut-{message['id']}"] = final
             priming = f"id: cut-{message['id']}\nretry: 10\ndata: \n\n".encode()
             respond(sock, 200, priming, headers=sse, close=True)
             return
-        respond(sock, 200, b"id: e0\ndata: \n\n" + answer, headers=sse)
+        respond(sock, 200, b"id: e0\ndata: \n\n" + final, headers=sse)
 
 
 @pytest.fixture(scope="module")
