@@ -8,16 +8,25 @@ no revision defines, which a client must ignore.
 
 from __future__ import annotations
 
+import json
 import re
 import socket
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from a2a_sync.client import A2AClient, BearerToken
-from a2a_sync.types import Task, TaskState
-from tests.support.servers import RecordedRequest, ScriptedServer, respond_json
+from a2a_sync.types import Task, TaskState, TaskStatusUpdateEvent
+from tests.support.servers import (
+    RecordedRequest,
+    ScriptedServer,
+    hold,
+    respond_json,
+    write_chunk,
+    write_head,
+)
 
 requirement = pytest.mark.requirement
 
@@ -44,6 +53,7 @@ class ScriptedAgent:
     def __init__(self) -> None:
         self.interfaces: list[dict[str, Any]] = []
         self.card03 = False
+        self.release = threading.Event()  # ends a stream the server keeps open
         self.server = ScriptedServer(self.handle)
         self.url = self.server.url
 
@@ -70,6 +80,9 @@ class ScriptedAgent:
             return
         body = request.json()
         method = body.get("method", "")
+        if method == "message/stream":
+            self.stream03(sock, body["id"])
+            return
         if method == "GetExtendedAgentCard":
             result: Any = self.card()
         elif "/" in method:
@@ -77,6 +90,25 @@ class ScriptedAgent:
         else:
             result = {"task": TASK10} if method == "SendMessage" else TASK10
         respond_json(sock, {"jsonrpc": "2.0", "id": body.get("id"), "result": result})
+
+    def stream03(self, sock: socket.socket, request_id: Any) -> None:
+        """A 0.3 stream: the task, then its final status update; the connection then
+        stays open (until ``release``) to show the client stops at ``final`` by itself."""
+        final = {
+            "kind": "status-update",
+            "taskId": "t-1",
+            "contextId": "c-1",
+            "status": {"state": "completed"},
+            "final": True,
+        }
+        write_head(
+            sock, 200, [("Content-Type", "text/event-stream"), ("Transfer-Encoding", "chunked")]
+        )
+        for result in ({**TASK03, "status": {"state": "working"}}, final):
+            event = {"jsonrpc": "2.0", "id": request_id, "result": result}
+            write_chunk(sock, f"data: {json.dumps(event)}\n\n".encode())
+        hold(self.release)
+        write_chunk(sock, b"")
 
     def posts(self) -> list[RecordedRequest]:
         return [r for r in self.server.requests if r.method == "POST"]
@@ -90,6 +122,7 @@ def scripted() -> Iterator[ScriptedAgent]:
     agent = ScriptedAgent()
     with agent.server:
         yield agent
+        agent.release.set()
 
 
 @pytest.fixture
@@ -238,3 +271,17 @@ def test_a_0_3_card_gets_0_3_requests(agent: ScriptedAgent) -> None:
     message = body["params"]["message"]
     assert message["kind"] == "message"
     assert [p["kind"] for p in message["parts"]] == ["text"]
+
+
+@requirement("a2a-0.3-§7.2-client-ends-at-final")
+def test_a_0_3_stream_ends_at_the_final_update(agent: ScriptedAgent) -> None:
+    """The 0.3 stream is over once a status update says ``final: true``, even while the
+    server keeps the connection open."""
+    agent.card03 = True
+    with A2AClient.from_url(agent.url) as client, client.stream_message("hello") as stream:
+        events = list(stream)
+    agent.release.set()
+    assert len(events) == 2
+    assert (
+        getattr(events[-1], "final", None) is True or events[-1].status.state is TaskState.completed
+    )
