@@ -282,6 +282,6 @@ def test_a_0_3_stream_ends_at_the_final_update(agent: ScriptedAgent) -> None:
         events = list(stream)
     agent.release.set()
     assert len(events) == 2
-    assert (
-        getattr(events[-1], "final", None) is True or events[-1].status.state is TaskState.completed
-    )
+    last = events[-1]
+    assert isinstance(last, TaskStatusUpdateEvent)
+    assert last.status.state is TaskState.completed
