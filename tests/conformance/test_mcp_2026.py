@@ -279,7 +279,6 @@ def test_json_and_sse_answers_are_both_read(modern_requests: list[RecordedReques
 
 
 @requirement("mcp-2026-07-28-§versioning-modern-error-is-no-fallback")
-@pytest.mark.known_failure
 def test_an_unsupported_version_error_does_not_send_the_client_to_initialize() -> None:
     """A modern server that speaks none of the client's versions answers -32022 with its
     list: that identifies a modern server, so the client retries with a mutual version or
