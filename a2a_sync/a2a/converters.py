@@ -42,6 +42,7 @@ from .types import (
     GetTaskParams,
     ListPushConfigsParams,
     ListPushConfigsResult,
+    ListTasksResult,
     Message,
     Part,
     PushConfigParams,
@@ -257,6 +258,8 @@ _V1_OUT: Final[_Overrides] = {
     **_COMMON_OUT,
     **_V1_IN,
     GetTaskParams: {"metadata": {"omit": True}},  # GetTaskRequest has no metadata in 1.0
+    # A2A 1.0 §3.1.4: every ListTasks answer carries nextPageToken, "" on the last page.
+    ListTasksResult: {"next_page_token": {"omit_if_default": False}},
 }
 _V03_IN: Final[_Overrides] = {
     SendMessageConfiguration: {

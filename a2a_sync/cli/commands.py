@@ -103,7 +103,7 @@ def _client(args: argparse.Namespace) -> A2AClient:
     elif args.api_key:
         credentials = APIKey(args.api_key)
     revisions: tuple[Any, ...] = (args.revision,) if args.revision else ("1.0", "0.3")
-    bindings = (args.binding,) if args.binding else ("JSONRPC", "HTTP+JSON")
+    bindings = (args.binding,) if args.binding else None
     return A2AClient.from_url(
         args.url,
         credentials=credentials,

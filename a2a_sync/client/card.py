@@ -157,11 +157,15 @@ def select_interface(
     *,
     card_url: str | None = None,
     revisions: Sequence[Revision] = REVISIONS,
-    bindings: Sequence[str] = (_JSONRPC,),
+    bindings: Sequence[str] | None = None,
 ) -> tuple[AgentInterface, Revision]:
-    """Pick the endpoint to talk to: for the most preferred revision this client speaks
-    (1.0, then 0.3), the first interface of the most preferred binding in ``bindings``
-    (``"JSONRPC"``, ``"HTTP+JSON"``), in the card's order.
+    """Pick the endpoint to talk to: the card's first interface this client speaks (A2A
+    1.0 §8.3.2: clients select the first supported entry; earlier entries win, also
+    between protocol revisions).
+
+    ``revisions`` and ``bindings`` narrow what counts as supported. ``bindings`` given
+    explicitly (e.g. ``["HTTP+JSON", "JSONRPC"]``) is also the caller's preference: its
+    first binding the card offers wins, in the card's order within it.
 
     The chosen interface's URL must be absolute ``http(s)`` (A2A 1.0: "a valid absolute
     HTTPS URL in production"); a relative or empty one is refused, never resolved
@@ -173,23 +177,26 @@ def select_interface(
         ProtocolError: The chosen interface's URL is not an absolute http(s) URL.
     """
     del card_url
-    wanted = [b.upper() for b in bindings]
-    for revision, binding in ((r, b) for r in revisions for b in wanted):
-        if revision not in _BINDING_REVISIONS.get(binding, ()):
-            continue
-        for interface in _as_spoken(card):
-            if interface.protocol_binding.upper() != binding:
-                continue
-            if interface.protocol_revision != revision:
-                continue
-            parts = urlsplit(interface.url)
-            if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-                raise ProtocolError(
-                    f"agent {card.name!r} lists a {revision} {binding} interface whose URL "
-                    f"{redact_url(interface.url)!r} is not an absolute http(s) URL",
-                    details=["interface URL must be absolute http(s) @ $.supportedInterfaces"],
-                )
-            return interface, revision
+    wanted = [b.upper() for b in (bindings if bindings is not None else _BINDING_REVISIONS)]
+    candidates = [
+        (wanted.index(binding) if bindings is not None else 0, position, interface)
+        for position, interface in enumerate(_as_spoken(card))
+        if (binding := interface.protocol_binding.upper()) in wanted
+        and interface.protocol_revision in revisions
+        and interface.protocol_revision in _BINDING_REVISIONS.get(binding, ())
+    ]
+    if candidates:
+        interface = min(candidates, key=lambda c: (c[0], c[1]))[2]
+        revision = interface.protocol_revision
+        parts = urlsplit(interface.url)
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise ProtocolError(
+                f"agent {card.name!r} lists a {revision} {interface.protocol_binding} "
+                f"interface whose URL {redact_url(interface.url)!r} is not an absolute "
+                "http(s) URL",
+                details=["interface URL must be absolute http(s) @ $.supportedInterfaces"],
+            )
+        return interface, revision  # type: ignore[return-value]
     offered = ", ".join(
         f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces
     )
@@ -201,7 +208,7 @@ def select_interface(
         else ""
     )
     raise ConfigurationError(
-        f"agent {card.name!r} offers no {' or '.join(bindings)} interface in A2A "
+        f"agent {card.name!r} offers no {' or '.join(wanted)} interface in A2A "
         f"{' or '.join(revisions)} (it offers: {offered or 'nothing'}){hint}"
     )
 

@@ -174,7 +174,7 @@ class A2AClient:
         url: str,
         *,
         revisions: Sequence[Revision] = REVISIONS,
-        bindings: Sequence[str] = ("JSONRPC", "HTTP+JSON"),
+        bindings: Sequence[str] | None = None,
         verify_card: CardVerifier | None = None,
         card_headers: Mapping[str, str] | None = None,
         **kwargs: Any,
@@ -182,15 +182,16 @@ class A2AClient:
         """Fetch the agent's card from ``url`` and connect to its preferred interface.
 
         ``url`` is the agent's base URL (the card is at ``/.well-known/agent-card.json``
-        below it, with a fallback to ``agent.json``) or the card's own URL. For the most
-        preferred revision (1.0, then 0.3) the card's first interface of the most
-        preferred binding is used.
+        below it, with a fallback to ``agent.json``) or the card's own URL. The card's
+        first interface this client speaks is used (A2A 1.0 §8.3.2), or, with
+        ``bindings`` given, the first of the caller's preferred bindings the card offers.
 
         Args:
             url: Base URL or card URL.
-            revisions: Revisions to accept, most preferred first.
+            revisions: Revisions to accept.
             bindings: Bindings to accept, most preferred first (``"JSONRPC"``,
-                ``"HTTP+JSON"``), e.g. ``bindings=["HTTP+JSON", "JSONRPC"]``.
+                ``"HTTP+JSON"``), e.g. ``bindings=["HTTP+JSON", "JSONRPC"]``; default: every
+                binding this client speaks, in the card's order.
             verify_card: Called with the raw card before it is used; it returns the
                 card as verified (which is what the client uses) or raises
                 :class:`~a2a_sync.errors.SignatureError` to reject it, e.g.
@@ -246,10 +247,11 @@ class A2AClient:
         card: AgentCard,
         *,
         card_url: str | None = None,
-        bindings: Sequence[str] = ("JSONRPC", "HTTP+JSON"),
+        bindings: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> A2AClient:
-        """Connect to the preferred interface of a card you already have."""
+        """Connect to the preferred interface of a card you already have (see
+        :meth:`from_url`)."""
         interface, revision = select_interface(card, card_url=card_url, bindings=bindings)
         if card_url is not None and "trusted_origins" not in kwargs:
             kwargs["trusted_origins"] = [card_url]

@@ -43,6 +43,7 @@ from ..a2a.types import (
 )
 from ..errors import (
     ExtendedAgentCardNotConfigured,
+    ExtensionSupportRequired,
     InvalidParams,
     MethodNotFound,
     TaskNotFound,
@@ -169,6 +170,10 @@ class DefaultRequestHandler:
     ) -> None:
         self.card = card
         self._deduplicate = deduplicate_messages
+        #: Extensions the card marks required: a message must declare them (A2A 1.0 §3.3.4).
+        self._required_extensions = frozenset(
+            e.uri for e in card.capabilities.extensions if e.required
+        )
         self.executor = (
             executor if isinstance(executor, AgentExecutor) else FunctionExecutor(executor)
         )
@@ -247,6 +252,12 @@ class DefaultRequestHandler:
         when ``streaming``): a new run, or the one a repeated message started before;
         ``(None, None, stored)`` for a repeated message whose task exists already.
         """
+        missing = self._required_extensions - call.extensions
+        if missing:
+            raise ExtensionSupportRequired(
+                f"this agent requires the extension(s) {', '.join(sorted(missing))}: "
+                "declare them in the A2A-Extensions header"
+            )
         message = params.message
         config = params.configuration
         principal = call.principal.name

@@ -102,14 +102,14 @@ def test_from_url_falls_back_to_the_legacy_card_path(rsps: responses.RequestsMoc
 @pytest.mark.parametrize(
     ("interfaces", "revisions", "expected"),
     [
-        # 1.0 preferred even when the card lists 0.3 first
+        # A2A 1.0 §8.3.2: the card's first supported entry wins, also between revisions
         ([("http://a.test/v03", "JSONRPC", "0.3"), ("http://a.test/v1", "JSONRPC", "1.0")],
-         ("1.0", "0.3"), ("http://a.test/v1", "1.0")),
-        # unknown bindings are skipped; HTTP+JSON 1.0 is spoken (1.0 wins over 0.3)
+         ("1.0", "0.3"), ("http://a.test/v03", "0.3")),
+        # unknown bindings are skipped; HTTP+JSON is spoken in 1.0 and 0.3
         ([("http://a.test/grpc", "GRPC", "1.0"), ("http://a.test/rest", "HTTP+JSON", "1.0"),
           ("http://a.test/v03", "JSONRPC", "0.3")], ("1.0", "0.3"), ("http://a.test/rest", "1.0")),
         ([("http://a.test/grpc", "GRPC", "1.0"), ("http://a.test/rest", "HTTP+JSON", "0.3"),
-          ("http://a.test/v03", "JSONRPC", "0.3")], ("1.0", "0.3"), ("http://a.test/v03", "0.3")),
+          ("http://a.test/v03", "JSONRPC", "0.3")], ("1.0", "0.3"), ("http://a.test/rest", "0.3")),
         # the card's order decides among interfaces of one revision; patch versions match
         ([("http://a.test/one", "JSONRPC", "1.0.1"), ("http://a.test/two", "JSONRPC", "1.0")],
          ("1.0", "0.3"), ("http://a.test/one", "1.0")),

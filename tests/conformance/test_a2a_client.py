@@ -154,7 +154,6 @@ def test_the_client_uses_the_first_interface_it_supports(agent: ScriptedAgent) -
 
 
 @requirement("a2a-1.0-§8.3.2-client-order-beats-revision")
-@pytest.mark.known_failure
 def test_an_earlier_supported_interface_wins_over_a_newer_revision(agent: ScriptedAgent) -> None:
     """JSON-RPC 0.3 listed before JSON-RPC 1.0: both are supported, so the earlier entry
     (0.3) is the one to use. a2a_sync prefers its newest revision instead."""

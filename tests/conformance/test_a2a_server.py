@@ -169,7 +169,6 @@ def test_list_tasks_pages_by_cursor(a2a_server: str) -> None:
 
 
 @requirement("a2a-1.0-§3.1.4-list-next-page-token-always-present")
-@pytest.mark.known_failure
 def test_the_last_page_carries_an_empty_next_page_token(a2a_server: str) -> None:
     """``nextPageToken`` is always present; ``""`` marks the last page."""
     context = send(a2a_server, user("hello"))["task"]["contextId"]

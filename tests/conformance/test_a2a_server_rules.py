@@ -137,7 +137,6 @@ def test_extended_card_capability_errors(agent: ConformanceAgent) -> None:
 
 
 @requirement("a2a-1.0-§3.3.4-required-extension-enforced")
-@pytest.mark.known_failure
 def test_a_required_extension_the_client_did_not_declare_is_refused(
     agent: ConformanceAgent,
 ) -> None:
