@@ -183,6 +183,13 @@ class CallRetry(Retry):
         retry = super().increment(*args, **kwargs)
         if call is not None:
             call.attempts += 1
+        logger.info(
+            "retrying %s %s (attempt %d) after %s",
+            kwargs.get("method") or (args[0] if args else "?"),
+            kwargs.get("url") or (args[1] if len(args) > 1 else "?"),
+            call.attempts if call is not None else len(retry.history) + 1,
+            _retry_reason(kwargs.get("error"), kwargs.get("response")),
+        )
         return retry
 
     def get_backoff_time(self) -> float:
@@ -213,6 +220,29 @@ class CallRetry(Retry):
         except BudgetExhausted:
             _abandon(response)
             raise
+
+
+def _retry_reason(error: BaseException | None, response: Any) -> str:
+    """Why a request is retried, without urllib3's internal class names."""
+    if error is None:
+        status = getattr(response, "status", None)
+        return f"HTTP {status}" if status is not None else "a retryable answer"
+    cause = error.__cause__ if isinstance(error.__cause__, OSError) else error
+    if isinstance(cause, urllib3.exceptions.NewConnectionError):
+        return str(cause).split(": ", 1)[-1]
+    return f"{type(cause).__name__}: {cause}"
+
+
+class _ForeignRetryWarnings(logging.Filter):
+    """Drops urllib3's "Retrying (CallRetry(...)) after ..." warnings for our pools: they
+    name internal classes, and :meth:`CallRetry.increment` logs each retry itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        return not (isinstance(args, tuple) and args and isinstance(args[0], CallRetry))
+
+
+logging.getLogger("urllib3.connectionpool").addFilter(_ForeignRetryWarnings())
 
 
 def _abandon(response: Any) -> None:
