@@ -55,7 +55,7 @@ class CardFetch:
     etag: str | None = None
 
 
-def not_http_url(url: str) -> ConfigurationError:
+def not_http_url(url: object) -> ConfigurationError:
     """The error for an agent URL that is not http(s), with the likely fix."""
     if not isinstance(url, str):
         return ConfigurationError(
