@@ -23,28 +23,40 @@ from ..a2a.types import (
     TaskStatusUpdateEvent,
 )
 
-__all__ = ["progress", "text_chunks"]
+__all__ = ["AnswerText", "progress", "text_chunks"]
 
 
-class _Answer:
-    """The text already given out per artifact, so snapshots and chunks are not doubled."""
+class AnswerText:
+    """Turns events into the answer's new text, once: it remembers what each artifact
+    already gave, so a task snapshot after chunks (or chunks after a snapshot) adds only
+    what is new."""
 
     def __init__(self) -> None:
-        self.sent: dict[str, str] = {}
+        self._sent: dict[str, str] = {}
 
-    def artifact(self, artifact: Artifact, *, append: bool) -> str:
-        before = self.sent.get(artifact.artifact_id)
+    def new_text(self, event: StreamEvent) -> str:
+        """The text ``event`` adds to the answer (``""`` for status updates)."""
+        if isinstance(event, TaskArtifactUpdateEvent):
+            return self._artifact(event.artifact, append=event.append)
+        if isinstance(event, Task):
+            return "".join(self._artifact(a, append=False) for a in event.artifacts)
+        if isinstance(event, Message):
+            return event.text
+        return ""
+
+    def _artifact(self, artifact: Artifact, *, append: bool) -> str:
+        before = self._sent.get(artifact.artifact_id)
         text = artifact.text
         if append and before is not None:
-            self.sent[artifact.artifact_id] = before + text
+            self._sent[artifact.artifact_id] = before + text
             return text
         if before is not None and text.startswith(before):  # a snapshot of what was sent
-            self.sent[artifact.artifact_id] = text
+            self._sent[artifact.artifact_id] = text
             return text[len(before) :]
         if not text:
             return ""
-        separator = "\n" if any(self.sent.values()) and before is None else ""
-        self.sent[artifact.artifact_id] = text
+        separator = "\n" if before is None and any(self._sent.values()) else ""
+        self._sent[artifact.artifact_id] = text
         return separator + text
 
 
@@ -53,16 +65,9 @@ def text_chunks(events: Iterable[StreamEvent]) -> Iterator[str]:
     the first start on a new line), the new text of a task snapshot, a direct reply's
     text. Joined, the chunks are the final ``Task.text`` for artifacts streamed in order.
     """
-    answer = _Answer()
+    answer = AnswerText()
     for event in events:
-        if isinstance(event, TaskArtifactUpdateEvent):
-            text = answer.artifact(event.artifact, append=event.append)
-        elif isinstance(event, Task):
-            text = "".join(answer.artifact(a, append=False) for a in event.artifacts)
-        elif isinstance(event, Message):
-            text = event.text
-        else:
-            text = ""
+        text = answer.new_text(event)
         if text:
             yield text
 
