@@ -124,9 +124,13 @@ def wait_for(client: Any, result: Any, out: Output, limit: float, url: str) -> A
         return result
     policy = PollPolicy()
     deadline = time.monotonic() + limit
-    bar = None if out.as_json else progress_bar(None, result.state.value, counter=False)
+    bar = None
     polls = 0
     try:
+        if not out.as_json:
+            bar = progress_bar(None, result.state.value, counter=False)
+            if bar is None:  # a pipe or a log: one line instead of a display
+                out.line(f"task {result.id}: {result.state.value}; waiting until it settles")
         while not (result.is_terminal or result.is_interrupted):
             polls += 1
             remaining = deadline - time.monotonic()

@@ -152,7 +152,8 @@ def _mcp_commands(commands: Any) -> None:
             elif name == "uri":
                 sub.add_argument(name, help="the resource's URI")
             else:
-                sub.add_argument(name, help=f"the {action.removeprefix('get-').rstrip('s')}'s name")
+                noun = "tool" if action == "call" else "prompt"
+                sub.add_argument(name, help=f"the {noun}'s name")
 
 
 def build_parser() -> argparse.ArgumentParser:

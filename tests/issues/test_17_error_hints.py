@@ -73,14 +73,16 @@ def test_a_refused_connection_has_a_short_chain_without_internal_names(
     assert "is the server running" in str(info.value)
     cause = info.value.__cause__
     assert isinstance(cause, ConnectionRefusedError)
-    assert cause.__traceback__ is None and cause.__cause__ is None
+    assert cause.__traceback__ is None
+    assert cause.__cause__ is None
     text = "".join(traceback.format_exception(info.value))
     for internal in ("_TrackedHTTPConnection", "CallRetry", "urllib3", "MaxRetryError"):
         assert internal not in text
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert not [r for r in warnings if "CallRetry" in r.getMessage()], warnings
     retries = [r.getMessage() for r in caplog.records if r.getMessage().startswith("retrying")]
-    assert retries and "Connection refused" in retries[0]
+    assert retries
+    assert "Connection refused" in retries[0]
     assert "_Tracked" not in " ".join(retries)
 
 
@@ -94,7 +96,8 @@ def test_cli_names_the_option_and_suggests_http(closed_port: int) -> None:
         check=False,
     )
     assert done.returncode == 2
-    assert "--timeout" in done.stderr and "connect must be" not in done.stderr
+    assert "--timeout" in done.stderr
+    assert "connect must be" not in done.stderr
     done = subprocess.run(
         [*cli, "card", f"localhost:{closed_port}"],
         capture_output=True,

@@ -84,7 +84,7 @@ def test_reprs_are_short_and_a_completed_update_reads_as_done(url: str) -> None:
     assert "completed (terminal)" in repr(last)
     assert "final=False" not in repr(last)
     assert last.ends_stream
-    artifact = [e for e in events if isinstance(e, TaskArtifactUpdateEvent)][0]
+    artifact = next(e for e in events if isinstance(e, TaskArtifactUpdateEvent))
     assert repr(artifact).startswith(f"<TaskArtifactUpdateEvent task={task.id} ")
     assert "a long answer" in repr(artifact)
 
@@ -96,6 +96,6 @@ def test_events_display_as_markdown_in_a_notebook(url: str) -> None:
         assert isinstance(event._repr_markdown_(), str)  # what Jupyter calls
     status = [e for e in events if isinstance(e, TaskStatusUpdateEvent)][-1]
     assert "completed" in status._repr_markdown_()
-    chunk = [e for e in events if isinstance(e, TaskArtifactUpdateEvent)][0]
+    chunk = next(e for e in events if isinstance(e, TaskArtifactUpdateEvent))
     assert chunk._repr_markdown_() == "part 1, "
     assert repr(Message.user("hi")) == "<Message user 'hi'>"
