@@ -38,14 +38,16 @@ def app() -> A2AApplication:
 
 def test_the_handle_serves_until_stopped_and_from_url_takes_its_url() -> None:
     server = serve_in_thread(app())
+    states = [server.running]
     try:
-        assert server.running
         assert repr(server) == f"<ServerHandle {server.url} running>"
         with A2AClient.from_url(server.url) as client:
             assert client.card is not None
     finally:
         assert server.stop()
-    assert not server.running
+    states.append(server.running)
+    assert states == [True, False]
+    assert repr(server).endswith(" stopped>")
     assert server.stop()  # idempotent
 
 

@@ -77,7 +77,7 @@ def test_progress_passes_the_events_through_and_shows_the_state(
 def test_reprs_are_short_and_a_completed_update_reads_as_done(url: str) -> None:
     with A2AClient.from_url(url) as client, client.stream_message("long") as stream:
         events = list(stream)
-        task = stream.get_final_result()
+        task = stream.get_final_task()
     for item in [*events, task, *task.history, *task.artifacts]:
         assert len(repr(item)) <= 120, repr(item)
     last = [e for e in events if isinstance(e, TaskStatusUpdateEvent)][-1]
