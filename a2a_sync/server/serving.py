@@ -28,19 +28,17 @@ name ``localhost``, ``127.0.0.1`` or ``[::1]`` in ``Host``.
 from __future__ import annotations
 
 import contextlib
-import errno
 import ipaddress
 import logging
 import os
 import signal
-import socket
-import sys
 import threading
 from types import FrameType
 from typing import Any, Final
 
 from ..a2a.types import AgentCard
 from ..errors import ConfigurationError
+from .announce import bind_error, say, store_location
 from .app import (
     DEFAULT_GRACE_PERIOD,
     DEFAULT_MAX_BODY_BYTES,
@@ -154,7 +152,7 @@ class RunningServer:
             # wake-up pipe, its worker threads.
             wasyncore.close_all(socket_map)
             dispatcher.shutdown(cancel_pending=True, timeout=THREAD_GRACE)
-            raise _bind_error(exc, host, port) from exc
+            raise bind_error(exc, host, port) from exc
         install(_socket_map(self._server), limits)
         self.host = host
         self.port: int = self._server.effective_port
@@ -211,28 +209,6 @@ class RunningServer:
         _pull(trigger, lambda: wasyncore.close_all(socket_map))
         stopped = self._stopped.wait(grace + 1.0)
         return clean and stopped and not left
-
-
-def _bind_error(error: OSError, host: str, port: int) -> ConfigurationError:
-    """A failed bind, named with its address and the fix."""
-    where = f"{host}:{port}"
-    if error.errno == errno.EADDRINUSE:
-        return ConfigurationError(
-            f"cannot serve on {where}: the port is in use (another server?); stop that "
-            "server, choose another port, or use port=0 (a2a-sync serve --port 0) for a "
-            "free one"
-        )
-    if error.errno == errno.EADDRNOTAVAIL or isinstance(error, socket.gaierror):
-        return ConfigurationError(
-            f"cannot serve on {where}: {host!r} is not an address of this machine; "
-            "use 127.0.0.1 (local only) or 0.0.0.0 (every interface)"
-        )
-    if error.errno == errno.EACCES:
-        return ConfigurationError(
-            f"cannot serve on {where}: permission denied (ports below 1024 need "
-            "privileges); choose a port above 1023"
-        )
-    return ConfigurationError(f"cannot serve on {where}: {error.strerror or error}")
 
 
 def _socket_map(server: Any) -> dict[int, Any]:
@@ -429,7 +405,7 @@ def serve(
             previous[which] = signal.signal(which, on_signal)
     logger.info("serving %r on %s", application, server.url)
     if not quiet:
-        _say(
+        say(
             f"a2a-sync: serving {server.url} ({store_location(application, creates)}); "
             "Ctrl-C stops it"
         )
@@ -445,25 +421,7 @@ def serve(
         if opened is not None:
             opened.close()
         if not quiet:
-            _say(f"a2a-sync: stopped serving {server.url}")
-
-
-def _say(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
-
-
-def store_location(app: Any, created: bool = False) -> str:
-    """Where ``app`` keeps its tasks, in words (``tasks in /path/a2a-tasks.sqlite3``)."""
-    store = getattr(getattr(app, "handler", None), "store", None)
-    if isinstance(store, SQLiteTaskStore):
-        made = ", created now" if created else ""
-        return f"tasks in {os.path.abspath(store.path)}{made}"
-    if store is None:
-        return "not an A2AApplication"
-    if type(store).__name__ == "InMemoryTaskStore":
-        return "tasks in memory, lost when it stops"
-    return f"tasks in {type(store).__name__}"
+            say(f"a2a-sync: stopped serving {server.url}")
 
 
 def serve_in_thread(

@@ -7,6 +7,8 @@ where tasks go, and a busy port is one clear error (library and CLI).
 
 from __future__ import annotations
 
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -104,36 +106,65 @@ def test_a_busy_port_is_a_configuration_error_with_the_fix(busy_port: int) -> No
 
 
 SERVE_SCRIPT = """
-import signal, sys, threading, os
+import sys
 from a2a_sync import serve
+from a2a_sync.server import A2AApplication
 from a2a_sync.testing import FakeAgent, agent_card
 
-threading.Timer(5.0, lambda: os.kill(os.getpid(), signal.SIGTERM)).start()
-serve(FakeAgent(), card=agent_card(), port=int(sys.argv[1]))
+if sys.argv[1] == "memory":
+    serve(A2AApplication(agent_card(), FakeAgent()), port=0)
+else:
+    serve(FakeAgent(), card=agent_card(), port=0)
 """
 
 
-def test_serve_says_where_it_serves_where_tasks_go_and_when_it_stopped(tmp_path: Path) -> None:
-    with socket.socket() as sock:  # a free port for the child (released before it binds)
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    done = subprocess.run(
-        [sys.executable, "-c", SERVE_SCRIPT, str(port)],
-        capture_output=True,
+def serve_until_sigint(kind: str, cwd: Path) -> tuple[int, list[str]]:
+    """Run ``serve`` in a child; Ctrl-C it once it said it serves; its exit and lines."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", SERVE_SCRIPT, kind],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=RUN_TIMEOUT,
-        cwd=tmp_path,
-        check=False,
+        cwd=cwd,
     )
-    assert done.returncode == 0, done.stderr
+    try:
+        assert process.stderr is not None
+        first = process.stderr.readline()  # blocks until serve() printed its line
+        process.send_signal(signal.SIGINT)
+        rest = process.stderr.read()
+        return process.wait(RUN_TIMEOUT), [first, *rest.splitlines()]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(RUN_TIMEOUT)
+        assert process.stderr is not None
+        process.stderr.close()
+
+
+def test_serve_says_where_it_serves_where_tasks_go_and_when_it_stopped(tmp_path: Path) -> None:
+    code, lines = serve_until_sigint("sqlite", tmp_path)
+    assert code == 0, lines
     database = tmp_path / "a2a-tasks.sqlite3"
     assert database.exists()
-    lines = done.stderr.strip().splitlines()
-    assert lines[0] == (
-        f"a2a-sync: serving http://127.0.0.1:{port} (tasks in {database}, created now); "
-        "Ctrl-C stops it"
+    started = re.fullmatch(
+        r"a2a-sync: serving (http://127\.0\.0\.1:\d+) \(tasks in (.*), created now\); "
+        r"Ctrl-C stops it\n",
+        lines[0],
     )
-    assert lines[-1] == f"a2a-sync: stopped serving http://127.0.0.1:{port}"
+    assert started is not None, lines
+    assert started.group(2) == str(database)
+    assert lines[-1] == f"a2a-sync: stopped serving {started.group(1)}"
+    # A second start finds the file: no "created now".
+    code, lines = serve_until_sigint("sqlite", tmp_path)
+    assert code == 0
+    assert f"(tasks in {database}); Ctrl-C stops it" in lines[0]
+
+
+def test_serve_says_when_tasks_live_in_memory(tmp_path: Path) -> None:
+    code, lines = serve_until_sigint("memory", tmp_path)
+    assert code == 0, lines
+    assert "(tasks in memory, lost when it stops); Ctrl-C stops it" in lines[0]
 
 
 def test_serve_on_a_busy_port_raises_instead_of_an_oserror(busy_port: int, tmp_path: Path) -> None:
