@@ -535,12 +535,13 @@ class HTTPTransport:
                 f"{url}: {exc}", url=url, attempts=call.attempts, timeout=None
             ) from exc
         except (rex.RequestException, uex.HTTPError, OSError, ValueError) as exc:
-            # The foreign message may quote the URL's secrets: then it does not ride along.
-            # Otherwise the chain keeps only the root cause, without urllib3's frames and
-            # wrappers: the traceback stops at this edge.
-            raise _translate_exception(exc, url, call) from (
-                None if has_secrets(url) else _edge_cause(exc)
-            )
+            # The chain keeps only the root OS/TLS error, without urllib3's frames and
+            # wrappers (the traceback stops at this edge); a foreign message that may
+            # quote the URL's secrets does not ride along.
+            cause: BaseException | None = _edge_cause(exc)
+            if has_secrets(url) and (cause is exc or scrub(str(cause), url) != str(cause)):
+                cause = None
+            raise _translate_exception(exc, url, call) from cause
 
 
 def _check_header(name: str, value: str) -> None:

@@ -24,6 +24,7 @@ import urllib3.connection
 import urllib3.connectionpool
 from urllib3.util.retry import Retry
 
+from .._redact import redact_url, scrub
 from ..policies import RetryPolicy, parse_retry_after
 
 __all__ = [
@@ -183,13 +184,17 @@ class CallRetry(Retry):
         retry = super().increment(*args, **kwargs)
         if call is not None:
             call.attempts += 1
-        logger.info(
-            "retrying %s %s (attempt %d) after %s",
-            kwargs.get("method") or (args[0] if args else "?"),
-            kwargs.get("url") or (args[1] if len(args) > 1 else "?"),
-            call.attempts if call is not None else len(retry.history) + 1,
-            _retry_reason(kwargs.get("error"), kwargs.get("response")),
-        )
+        if logger.isEnabledFor(logging.INFO):  # urllib3 passes method and url by position
+            method = kwargs.get("method", args[0] if args else None)
+            path = kwargs.get("url", args[1] if len(args) > 1 else None)
+            target = _target(kwargs.get("_pool"), path)
+            logger.info(
+                "retrying %s %s (attempt %d) after %s",
+                method or "request",
+                redact_url(target),
+                call.attempts if call is not None else len(retry.history) + 1,
+                scrub(_retry_reason(kwargs.get("error"), kwargs.get("response")), target),
+            )
         return retry
 
     def get_backoff_time(self) -> float:
@@ -220,6 +225,15 @@ class CallRetry(Retry):
         except BudgetExhausted:
             _abandon(response)
             raise
+
+
+def _target(pool: Any, path: str | None) -> str:
+    """The absolute URL urllib3 is retrying (it passes the pool and the request target)."""
+    scheme = getattr(pool, "scheme", "http")
+    host = getattr(pool, "host", "?")
+    port = getattr(pool, "port", None)
+    authority = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{authority}{f':{port}' if port else ''}{path or '/'}"
 
 
 def _retry_reason(error: BaseException | None, response: Any) -> str:

@@ -543,14 +543,15 @@ class A2AClient:
     def _task_not_found(
         self, error: TaskNotFound, operation: Operation, task_id: str
     ) -> TaskNotFound:
-        """``error`` with the task id, the agent and the fix in its message."""
-        return TaskNotFound(
-            f"{error.message}: {operation.value} found no task {task_id!r} at "
+        """``error`` with the task id, the agent and the fix in its text (``message``
+        stays what the agent said)."""
+        named = TaskNotFound(error.message, code=error.code, data=error.data)
+        named.args = (
+            f"{error}: {operation.value} found no task {task_id!r} at "
             f"{redact_url(self.url)}; check the id (a task is visible only to the caller "
             "that created it), or list tasks with list_tasks()",
-            code=error.code,
-            data=error.data,
         )
+        return named
 
     def open_stream(
         self,

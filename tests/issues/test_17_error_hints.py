@@ -69,7 +69,7 @@ def test_a_refused_connection_has_a_short_chain_without_internal_names(
     caplog.set_level(logging.INFO)
     fast = RetryPolicy(max_retries=2, backoff_base=0.01, backoff_max=0.01)
     with pytest.raises(ConnectError) as info:
-        A2AClient.from_url(f"http://127.0.0.1:{closed_port}", retry=fast)
+        A2AClient.from_url(f"http://127.0.0.1:{closed_port}/?key=hushhush", retry=fast)
     assert "is the server running" in str(info.value)
     cause = info.value.__cause__
     assert isinstance(cause, ConnectionRefusedError)
@@ -84,6 +84,11 @@ def test_a_refused_connection_has_a_short_chain_without_internal_names(
     assert retries
     assert "Connection refused" in retries[0]
     assert "_Tracked" not in " ".join(retries)
+    assert retries[0].startswith(
+        f"retrying GET http://127.0.0.1:{closed_port}/.well-known/agent-card.json?key=*** "
+    )
+    assert "hushhush" not in caplog.text
+    assert "hushhush" not in str(info.value)
 
 
 def test_cli_names_the_option_and_suggests_http(closed_port: int) -> None:
