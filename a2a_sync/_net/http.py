@@ -633,6 +633,15 @@ def _translate_exception(exc: BaseException, url: str, call: Call) -> A2ASyncErr
             url=url,
             attempts=attempts,
         )
+    if url.startswith("https://") and "handshake operation timed out" in str(_edge_cause(exc)):
+        # Still connecting (the handshake is bounded by the connect timeout): a peer that
+        # speaks plain HTTP waits for a request line and never answers the TLS hello.
+        return ConnectTimeout(
+            f"{url}: the TLS handshake timed out; if the server speaks plain HTTP, use "
+            f"http://{url[len('https://') :]}",
+            url=url,
+            attempts=attempts,
+        )
     if isinstance(root, (uex.ReadTimeoutError, TimeoutError, socket.timeout)) or isinstance(
         exc, rex.ReadTimeout
     ):

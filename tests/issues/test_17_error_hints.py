@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from a2a_sync import A2AClient
-from a2a_sync.errors import ConfigurationError, ConnectError, TaskNotFound
-from a2a_sync.policies import RetryPolicy
+from a2a_sync.errors import ConfigurationError, ConnectError, ConnectTimeout, TaskNotFound
+from a2a_sync.policies import RetryPolicy, Timeout
 from a2a_sync.testing import FakeAgent, agent_server
 
 RUN_TIMEOUT = 30.0
@@ -47,6 +47,19 @@ def test_https_against_plain_http_fails_at_once_with_a_tls_hint(url: str) -> Non
     # read timeout (30 s here). Generous bound for a loaded machine.
     assert time.monotonic() - started < 15.0
     assert isinstance(info.value.__cause__, OSError)
+
+
+def test_https_against_a_silent_plain_server_names_tls_after_the_connect_timeout() -> None:
+    with socket.socket() as silent:  # accepts (backlog), never answers the TLS hello
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        with pytest.raises(ConnectTimeout, match=r"TLS handshake timed out.*use http://"):
+            A2AClient.from_url(
+                f"https://127.0.0.1:{port}",
+                timeout=Timeout(connect=1.0, read=60.0, total=120.0),
+                retry=RetryPolicy(max_retries=0),
+            )
 
 
 def test_a_negative_timeout_names_the_option() -> None:
