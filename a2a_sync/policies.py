@@ -89,6 +89,11 @@ class Timeout:
         if isinstance(value, tuple):
             connect, read = value
             return cls(connect=connect, read=read)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ConfigurationError(
+                f"timeout={value!r}: give a positive number of seconds, a (connect, read) "
+                "tuple, a Timeout, or None for no limit"
+            )
         return cls(connect=value, read=value, total=value)
 
 

@@ -535,8 +535,13 @@ class HTTPTransport:
                 f"{url}: {exc}", url=url, attempts=call.attempts, timeout=None
             ) from exc
         except (rex.RequestException, uex.HTTPError, OSError, ValueError) as exc:
-            # The foreign message may quote the URL's secrets: then it does not ride along.
-            raise _translate_exception(exc, url, call) from (None if has_secrets(url) else exc)
+            # The chain keeps only the root OS/TLS error, without urllib3's frames and
+            # wrappers (the traceback stops at this edge); a foreign message that may
+            # quote the URL's secrets does not ride along.
+            cause: BaseException | None = _edge_cause(exc)
+            if has_secrets(url) and (cause is exc or scrub(str(cause), url) != str(cause)):
+                cause = None
+            raise _translate_exception(exc, url, call) from cause
 
 
 def _check_header(name: str, value: str) -> None:
@@ -569,6 +574,34 @@ def _root_reason(exc: BaseException) -> BaseException:
     return current
 
 
+def _edge_cause(exc: BaseException) -> BaseException:
+    """The innermost OS/TLS error under requests' and urllib3's wrappers, with its frames
+    dropped (they are urllib3's), or ``exc`` when there is none."""
+    current: BaseException | None = _root_reason(exc)
+    for _ in range(6):
+        if current is None or (
+            isinstance(current, OSError) and not isinstance(current, uex.HTTPError)
+        ):
+            break
+        current = current.__cause__ or current.__context__
+    if not isinstance(current, OSError):
+        return exc
+    current.__cause__ = None
+    current.__suppress_context__ = True
+    return current.with_traceback(None)
+
+
+def _tls_hint(url: str, root: BaseException) -> str:
+    """For a TLS failure that looks like a plain-HTTP peer: the fix."""
+    text = str(root).lower()
+    plain = ("wrong version number", "http request", "record layer failure", "packet length")
+    if url.startswith("https://") and any(marker in text for marker in plain):
+        return f"; the server seems to speak plain HTTP: use http://{url[len('https://') :]}"
+    if isinstance(root, ConnectionRefusedError) or "refused" in text:
+        return "; nothing listens there: is the server running, and are host and port right?"
+    return ""
+
+
 def _describe(error: BaseException) -> str:
     """A short reason: urllib3 prefixes connection errors with the connection's repr
     (``_TrackedHTTPConnection(host=..., port=...): Failed to establish ...``), which says
@@ -596,7 +629,18 @@ def _translate_exception(exc: BaseException, url: str, call: Call) -> A2ASyncErr
     ) or isinstance(exc, (rex.SSLError, rex.ProxyError)):
         tries = f" after {attempts} attempts" if attempts > 1 else ""
         return ConnectError(
-            f"{url}: could not connect{tries} ({detail})", url=url, attempts=attempts
+            f"{url}: could not connect{tries} ({detail}){_tls_hint(url, root)}",
+            url=url,
+            attempts=attempts,
+        )
+    if url.startswith("https://") and "handshake operation timed out" in str(_edge_cause(exc)):
+        # Still connecting (the handshake is bounded by the connect timeout): a peer that
+        # speaks plain HTTP waits for a request line and never answers the TLS hello.
+        return ConnectTimeout(
+            f"{url}: the TLS handshake timed out; if the server speaks plain HTTP, use "
+            f"http://{url[len('https://') :]}",
+            url=url,
+            attempts=attempts,
         )
     if isinstance(root, (uex.ReadTimeoutError, TimeoutError, socket.timeout)) or isinstance(
         exc, rex.ReadTimeout

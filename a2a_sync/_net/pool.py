@@ -24,6 +24,7 @@ import urllib3.connection
 import urllib3.connectionpool
 from urllib3.util.retry import Retry
 
+from .._redact import redact_url, scrub
 from ..policies import RetryPolicy, parse_retry_after
 
 __all__ = [
@@ -183,6 +184,17 @@ class CallRetry(Retry):
         retry = super().increment(*args, **kwargs)
         if call is not None:
             call.attempts += 1
+        if logger.isEnabledFor(logging.INFO):  # urllib3 passes method and url by position
+            method = kwargs.get("method", args[0] if args else None)
+            path = kwargs.get("url", args[1] if len(args) > 1 else None)
+            target = _target(kwargs.get("_pool"), path)
+            logger.info(
+                "retrying %s %s (attempt %d) after %s",
+                method or "request",
+                redact_url(target),
+                call.attempts if call is not None else len(retry.history) + 1,
+                scrub(_retry_reason(kwargs.get("error"), kwargs.get("response")), target),
+            )
         return retry
 
     def get_backoff_time(self) -> float:
@@ -213,6 +225,38 @@ class CallRetry(Retry):
         except BudgetExhausted:
             _abandon(response)
             raise
+
+
+def _target(pool: Any, path: str | None) -> str:
+    """The absolute URL urllib3 is retrying (it passes the pool and the request target)."""
+    scheme = getattr(pool, "scheme", "http")
+    host = getattr(pool, "host", "?")
+    port = getattr(pool, "port", None)
+    authority = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{authority}{f':{port}' if port else ''}{path or '/'}"
+
+
+def _retry_reason(error: BaseException | None, response: Any) -> str:
+    """Why a request is retried, without urllib3's internal class names."""
+    if error is None:
+        status = getattr(response, "status", None)
+        return f"HTTP {status}" if status is not None else "a retryable answer"
+    cause = error.__cause__ if isinstance(error.__cause__, OSError) else error
+    if isinstance(cause, urllib3.exceptions.NewConnectionError):
+        return str(cause).split(": ", 1)[-1]
+    return f"{type(cause).__name__}: {cause}"
+
+
+class _ForeignRetryWarnings(logging.Filter):
+    """Drops urllib3's "Retrying (CallRetry(...)) after ..." warnings for our pools: they
+    name internal classes, and :meth:`CallRetry.increment` logs each retry itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        return not (isinstance(args, tuple) and args and isinstance(args[0], CallRetry))
+
+
+logging.getLogger("urllib3.connectionpool").addFilter(_ForeignRetryWarnings())
 
 
 def _abandon(response: Any) -> None:

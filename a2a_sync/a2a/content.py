@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -172,6 +172,17 @@ def to_parts(content: Sequence[str | Part]) -> list[Part]:
     return parts
 
 
+#: Characters of text a ``repr`` shows before it elides the rest.
+REPR_TEXT: Final = 32
+
+
+def short_text(text: str, limit: int = REPR_TEXT) -> str:
+    """``text`` quoted for a ``repr``, cut to ``limit`` characters with an ellipsis."""
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return repr(text)
+
+
 def join_text(parts: Sequence[Part], separator: str) -> str:
     return separator.join(p.text for p in parts if p.text is not None)
 
@@ -289,6 +300,10 @@ class Message:
     def text(self) -> str:
         """The text parts joined with newlines (``""`` when there are none)."""
         return join_text(self.parts, "\n")
+
+    def __repr__(self) -> str:
+        task = f" task={self.task_id}" if self.task_id else ""
+        return f"<Message {self.role.value}{task} {short_text(self.text)}>"
 
     def _repr_markdown_(self) -> str:
         return f"**{self.role.value}:** {markdown_text(self.text)}"

@@ -10,7 +10,12 @@ from typing import Any, TypeAlias
 import attrs
 
 from .card_types import markdown_text
-from .content import Message, Part, TaskState, join_text, to_parts
+from .content import Message, Part, TaskState, join_text, short_text, to_parts
+
+
+def short_id(value: str) -> str:
+    """A long id (a UUID) cut to its first 8 characters for a ``repr``."""
+    return value if len(value) <= 12 else value[:8] + "…"
 
 
 @attrs.frozen(kw_only=True)
@@ -77,6 +82,10 @@ class Artifact:
         """The text parts concatenated as-is (streamed chunks join seamlessly)."""
         return join_text(self.parts, "")
 
+    def __repr__(self) -> str:
+        name = f" {self.name!r}" if self.name else ""
+        return f"<Artifact {self.artifact_id}{name} {short_text(self.text)}>"
+
 
 @attrs.frozen(kw_only=True)
 class Task:
@@ -130,6 +139,9 @@ class Task:
             return self.status.message.text
         return ""
 
+    def __repr__(self) -> str:
+        return f"<Task {self.id} {self.status.state.value} {short_text(self.text)}>"
+
     def _repr_markdown_(self) -> str:
         head = f"**Task** {markdown_text(self.id)} — *{self.status.state.value}*"
         text = self.text
@@ -156,6 +168,36 @@ class TaskStatusUpdateEvent:
     final: bool = False
     metadata: dict[str, Any] | None = None
 
+    @property
+    def state(self) -> TaskState:
+        """Shortcut for ``event.status.state``."""
+        return self.status.state
+
+    @property
+    def ends_stream(self) -> bool:
+        """True when no more events follow: the state is terminal or interrupted (what
+        1.0 signals by closing the stream), or a 0.3 agent set ``final``."""
+        return self.final or self.state.is_terminal or self.state.is_interrupted
+
+    @property
+    def text(self) -> str:
+        """The status message's text (a question, a failure reason; ``""`` if none)."""
+        return self.status.message.text if self.status.message is not None else ""
+
+    def __repr__(self) -> str:
+        state = self.status.state
+        meaning = (
+            " (terminal)" if state.is_terminal else " (interrupted)" if state.is_interrupted else ""
+        )
+        return (
+            f"<TaskStatusUpdateEvent task={self.task_id} {state.value}{meaning} "
+            f"{short_text(self.text)}>"
+        )
+
+    def _repr_markdown_(self) -> str:
+        head = f"**Task** {markdown_text(self.task_id)} → *{self.status.state.value}*"
+        return f"{head}: {markdown_text(self.text)}" if self.text else head
+
 
 @attrs.frozen(kw_only=True)
 class TaskArtifactUpdateEvent:
@@ -176,6 +218,22 @@ class TaskArtifactUpdateEvent:
     append: bool = False
     last_chunk: bool = False
     metadata: dict[str, Any] | None = None
+
+    @property
+    def text(self) -> str:
+        """The text of this chunk (with ``append``, what it adds to the artifact)."""
+        return self.artifact.text
+
+    def __repr__(self) -> str:
+        flags = (" append" if self.append else "") + (" last" if self.last_chunk else "")
+        return (
+            f"<TaskArtifactUpdateEvent task={self.task_id} "
+            f"{short_id(self.artifact.artifact_id)}{flags} {short_text(self.text)}"
+            ">"
+        )
+
+    def _repr_markdown_(self) -> str:
+        return markdown_text(self.text) if self.text else f"*artifact {self.artifact.artifact_id}*"
 
 
 #: One item of a message stream or task subscription.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import ConfigurationError
@@ -89,13 +90,13 @@ def _cmd_logout(args: argparse.Namespace, out: _Output) -> int:
     return 0
 
 
-def add_login_commands(commands: Any, common: argparse.ArgumentParser) -> None:
-    """``login URL`` and ``logout URL``."""
+def add_login_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
+    """``login URL`` and ``logout URL``, made with the parser's ``command(name, handler,
+    help)`` factory (which adds the common options)."""
     for name, handler, help_text in (
         ("login", _cmd_login, "log in to an OAuth-protected server (browser), keep the token"),
         ("logout", _cmd_logout, "forget the stored token of a server"),
     ):
-        sub = commands.add_parser(name, parents=[common], help=help_text)
+        sub = command(name, handler, help_text)
         sub.add_argument("url", help="the server's URL (e.g. the MCP endpoint)")
         oauth_arguments(sub)
-        sub.set_defaults(handler=handler)

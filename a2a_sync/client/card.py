@@ -60,13 +60,33 @@ class CardFetch:
     etag: str | None = None
 
 
+def not_http_url(url: object) -> ConfigurationError:
+    """The error for an agent URL that is not http(s), with the likely fix."""
+    if not isinstance(url, str):
+        return ConfigurationError(
+            f"the agent URL must be a str such as 'http://localhost:8000', got a "
+            f"{type(url).__name__}"
+            + ("; pass its .url" if isinstance(getattr(url, "url", None), str) else "")
+        )
+    shown = redact_url(url)
+    if "://" not in url and url.strip():
+        return ConfigurationError(
+            f"cannot reach the agent at {shown!r}: not an http(s) URL; did you mean "
+            f"'http://{shown}' (or https://)?"
+        )
+    return ConfigurationError(
+        f"cannot reach the agent at {shown!r}: not an http(s) URL; give "
+        "http://host[:port][/path] or https://..."
+    )
+
+
 def card_url_for(url: str) -> str:
     """The card URL for what a user typed: a ``.json`` URL is taken as the card itself,
     anything else as the agent's base URL (a path prefix is kept: mounted agents
     publish their card under their prefix)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigurationError(f"not an http(s) URL: {redact_url(url)!r}")
+        raise not_http_url(url)
     if parts.path.endswith(".json"):
         return urlunsplit(parts._replace(fragment=""))
     # Built from the parts: a query (a gateway key) stays a query, after the new path.

@@ -25,13 +25,20 @@ from ..a2a.types import (
     TaskState,
 )
 from ..auth.hook import ChallengeAuth
-from ..errors import ConfigurationError, ProtocolError, UnsupportedOperation
+from ..errors import ConfigurationError, ProtocolError, TaskNotFound, UnsupportedOperation
 from ..policies import RetryPolicy, Timeout
 from ._message import MessageInput, as_message, send_params
 from .auth import Credentials, OriginBoundCredentials, origin_of
 from .bindings import JSONRPC, Binding, binding_class
 from .bindings.jsonrpc import TimeoutArg, static_headers
-from .card import CardFetch, CardVerifier, fetch_card, select_interface, verify_with
+from .card import (
+    CardFetch,
+    CardVerifier,
+    fetch_card,
+    not_http_url,
+    select_interface,
+    verify_with,
+)
 from .stream import TaskStream
 
 __all__ = ["A2AClient"]
@@ -203,8 +210,11 @@ class A2AClient:
         Raises:
             HTTPStatusError, TransportError: The card could not be fetched.
             ProtocolError: The card is invalid.
-            ConfigurationError: No usable interface.
+            ConfigurationError: ``url`` is not an http(s) URL string, or no usable
+                interface.
         """
+        if not isinstance(url, str):
+            raise not_http_url(url)
         transport = kwargs.pop("transport", None)
         owns = transport is None
         if transport is None:
@@ -422,7 +432,7 @@ class A2AClient:
     ) -> Task:
         """Fetch a task by id (``GetTask``). ``history_length=0`` omits the history."""
         params = self._codec.get_task_params(task_id, history_length=history_length)
-        result = self._call(Operation.GET_TASK, params, timeout=timeout)
+        result = self._call(Operation.GET_TASK, params, timeout=timeout, task_id=task_id)
         return self._codec.load_task(result)
 
     def list_tasks(
@@ -479,7 +489,7 @@ class A2AClient:
         params = self._codec.cancel_task_params(
             task_id, metadata=dict(metadata) if metadata else None
         )
-        result = self._call(Operation.CANCEL_TASK, params, timeout=timeout)
+        result = self._call(Operation.CANCEL_TASK, params, timeout=timeout, task_id=task_id)
         return self._codec.load_task(result)
 
     def subscribe(self, task_id: str, *, timeout: TimeoutArg = None) -> TaskStream:
@@ -490,7 +500,10 @@ class A2AClient:
             UnsupportedOperation: The task already settled, or the agent cannot stream.
         """
         params = self._codec.subscribe_params(task_id)
-        return self.open_stream(Operation.SUBSCRIBE_TO_TASK, params, timeout=timeout)
+        try:
+            return self.open_stream(Operation.SUBSCRIBE_TO_TASK, params, timeout=timeout)
+        except TaskNotFound as error:
+            raise self._task_not_found(error, Operation.SUBSCRIBE_TO_TASK, task_id) from error
 
     # -- push notifications ---------------------------------------------------------------------
 
@@ -558,10 +571,29 @@ class A2AClient:
         *,
         timeout: TimeoutArg,
         idempotent: bool = False,
+        task_id: str | None = None,
     ) -> Any:
-        return self._rpc.call(
-            operation, params, timeout=timeout, idempotent=idempotent, card=self._card
+        try:
+            return self._rpc.call(
+                operation, params, timeout=timeout, idempotent=idempotent, card=self._card
+            )
+        except TaskNotFound as error:
+            if task_id is None:
+                raise
+            raise self._task_not_found(error, operation, task_id) from error
+
+    def _task_not_found(
+        self, error: TaskNotFound, operation: Operation, task_id: str
+    ) -> TaskNotFound:
+        """``error`` with the task id, the agent and the fix in its text (``message``
+        stays what the agent said)."""
+        named = TaskNotFound(error.message, code=error.code, data=error.data)
+        named.args = (
+            f"{error}: {operation.value} found no task {task_id!r} at "
+            f"{redact_url(self.url)}; check the id (a task is visible only to the caller "
+            "that created it), or list tasks with list_tasks()",
         )
+        return named
 
     def open_stream(
         self,

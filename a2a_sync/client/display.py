@@ -20,12 +20,15 @@ def _in_notebook() -> bool:
     return type(shell).__name__ == "ZMQInteractiveShell"
 
 
-def progress_bar(total: int | None, description: str, *, unit: str = " events") -> Any:
+def progress_bar(
+    total: int | None, description: str, *, unit: str = " events", counter: bool = True
+) -> Any:
     """A tqdm progress bar on stderr, or ``None`` where it would not be seen properly.
 
     Shown when tqdm is installed (the ``cli`` extra) and stderr is a terminal or the code
     runs in a notebook (a widget if ipywidgets is installed, else text); never in pipes,
-    logs or CI, where plain lines are printed instead.
+    logs or CI, where plain lines are printed instead. ``counter=False`` shows only the
+    description and the time elapsed (for waits that count nothing).
     """
     notebook = _in_notebook()
     if not notebook and not sys.stderr.isatty():
@@ -37,4 +40,5 @@ def progress_bar(total: int | None, description: str, *, unit: str = " events") 
             from tqdm.std import tqdm  # noqa: PLC0415
     except ImportError:
         return None
-    return tqdm(total=total, desc=description, unit=unit, file=sys.stderr, leave=False)
+    options: dict[str, Any] = {} if counter else {"bar_format": "{desc} {elapsed}"}
+    return tqdm(total=total, desc=description, unit=unit, file=sys.stderr, leave=False, **options)

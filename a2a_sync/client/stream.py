@@ -12,6 +12,7 @@ from .._net.sse import SSEStream
 from ..a2a.accumulate import accumulate
 from ..a2a.types import Message, StreamEvent, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from ..errors import A2ASyncError, ProtocolError, StreamInterrupted
+from .chunks import progress, text_chunks
 
 __all__ = ["TaskStream"]
 
@@ -195,6 +196,16 @@ class TaskStream:
         self._sse.close()
 
     # -- results -------------------------------------------------------------------------------
+
+    def text_chunks(self) -> Iterator[str]:
+        """The answer's text as it arrives (see :func:`a2a_sync.client.chunks.text_chunks`);
+        the stream's outcome stays available from :meth:`get_final_result`."""
+        return text_chunks(self)
+
+    def progress(self, description: str = "streaming") -> Iterator[StreamEvent]:
+        """The events, with a progress bar while they arrive (``tqdm.auto`` when
+        installed; see :func:`a2a_sync.client.chunks.progress`)."""
+        return progress(self, description)
 
     def get_final_task(self) -> Task:
         """Read the stream to its end and return the folded task.

@@ -23,10 +23,11 @@ from .context import CallContext
 from .executor import AgentExecutor, FunctionExecutor, RequestContext, TaskUpdater
 from .handler import DefaultRequestHandler, RequestHandler, StreamingRequestHandler
 from .limits import ServerLimits
+from .mount import Mount, mount
 from .push import PushSender
 from .push_policy import PushSettings
 from .runs import EventStream
-from .serving import RunningServer, serve, serve_in_thread
+from .serving import RunningServer, ServerHandle, serve, serve_in_thread
 from .stores import InMemoryTaskStore, SQLiteTaskStore, TaskStore
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "EventStream",
     "FunctionExecutor",
     "InMemoryTaskStore",
+    "Mount",
     "Principal",
     "PushSender",
     "PushSettings",
@@ -47,10 +49,12 @@ __all__ = [
     "RequestHandler",
     "RunningServer",
     "SQLiteTaskStore",
+    "ServerHandle",
     "ServerLimits",
     "StreamingRequestHandler",
     "TaskStore",
     "TaskUpdater",
+    "mount",
     "serve",
     "serve_in_thread",
 ]

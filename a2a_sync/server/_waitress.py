@@ -36,6 +36,18 @@ _TIMEOUT_RESPONSE: Final = (
 )
 
 
+_PLAIN_HTTP_RESPONSE: Final = (
+    b"HTTP/1.1 400 Bad Request\r\n"
+    b"Connection: close\r\n"
+    b"Content-Type: text/plain; charset=utf-8\r\n"
+    b"Content-Length: 47\r\n"
+    b"\r\n"
+    b"this server speaks plain HTTP: use http:// URLs"
+)
+#: A TLS handshake record starts with these bytes (content type 22, version 3.x).
+_TLS_HANDSHAKE: Final = b"\x16\x03"
+
+
 class DeadlineChannel(HTTPChannel):  # type: ignore[misc]  # waitress has no type hints
     """An ``HTTPChannel`` that records when the request it is reading began and when its
     headers were complete (monotonic seconds; None between requests)."""
@@ -47,9 +59,17 @@ class DeadlineChannel(HTTPChannel):  # type: ignore[misc]  # waitress has no typ
         # The first request's clock starts at accept: a silent connection is late too.
         self.request_started = time.monotonic()
         self.headers_done = None
+        self.first_bytes = True
         super().__init__(*args, **kwargs)
 
     def received(self, data: bytes) -> Any:
+        if self.first_bytes and data:
+            self.first_bytes = False
+            if data.startswith(_TLS_HANDSHAKE):
+                # An https:// client: answer at once (its TLS layer reports a wrong
+                # version) instead of waiting for a request line that never comes.
+                _answer_and_close(self, _PLAIN_HTTP_RESPONSE)
+                return len(data)
         previous = self.request
         result = super().received(data)
         current = self.request
@@ -78,12 +98,16 @@ def _late(channel: Any, now: float, limits: ServerLimits) -> bool:
 
 def _expire(channel: Any) -> None:
     """Answer 408 and close once it is sent (on the loop thread, no task running)."""
+    _answer_and_close(channel, _TIMEOUT_RESPONSE)
+
+
+def _answer_and_close(channel: Any, response: bytes) -> None:
     channel.request = None
     channel.request_started = channel.headers_done = None
     with channel.outbuf_lock:
-        channel.outbufs[-1].append(_TIMEOUT_RESPONSE)
-        channel.current_outbuf_count += len(_TIMEOUT_RESPONSE)
-        channel.total_outbufs_len += len(_TIMEOUT_RESPONSE)
+        channel.outbufs[-1].append(response)
+        channel.current_outbuf_count += len(response)
+        channel.total_outbufs_len += len(response)
     channel.close_when_flushed = True
 
 

@@ -13,6 +13,9 @@ plus :data:`DEFAULT_UNARY_THREADS` for everything else.
     with a2a_sync.serve_in_thread(app) as url:        # tests and notebooks
         client = A2AClient.from_url(url)
 
+    server = a2a_sync.serve_in_thread(app)            # or a handle: server.url,
+    server.stop()                                     # server.stop(), stopped at exit
+
 Connections, read deadlines and idle time are set by a :class:`ServerLimits` (``limits=``):
 a client that sends its request slowly, or not at all, is answered 408 after
 ``header_timeout`` however it drips, and never holds a thread.
@@ -27,14 +30,15 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import logging
+import os
 import signal
 import threading
-from collections.abc import Iterator
 from types import FrameType
 from typing import Any, Final
 
 from ..a2a.types import AgentCard
 from ..errors import ConfigurationError
+from .announce import bind_error, say, store_location
 from .app import (
     DEFAULT_GRACE_PERIOD,
     DEFAULT_MAX_BODY_BYTES,
@@ -43,6 +47,7 @@ from .app import (
     host_allowed,
 )
 from .executor import AgentExecutor, ExecuteFunction
+from .handle import ServerHandle
 from .limits import DEFAULT_UNARY_THREADS, ServerLimits
 from .stores.base import TaskStore
 from .stores.sqlite import SQLiteTaskStore
@@ -52,6 +57,7 @@ __all__ = [
     "DEFAULT_PORT",
     "DEFAULT_UNARY_THREADS",
     "RunningServer",
+    "ServerHandle",
     "ServerLimits",
     "open_task_store",
     "serve",
@@ -106,6 +112,9 @@ class RunningServer:
             raise ConfigurationError(
                 "serving needs waitress: pip install 'a2a-sync[server]'"
             ) from exc
+        from waitress import wasyncore  # noqa: PLC0415
+        from waitress.task import ThreadedTaskDispatcher  # noqa: PLC0415
+
         from ._waitress import install  # noqa: PLC0415 - imports waitress
 
         limits = ServerLimits() if limits is None else limits
@@ -125,9 +134,25 @@ class RunningServer:
         settings = {**limits.waitress_settings(max_body), **options}
         _check_descriptors(int(settings["connection_limit"]) + threads)
         self.limits = limits
-        self._server: Any = waitress.create_server(
-            wsgi, host=host, port=port, threads=threads, **settings
-        )
+        socket_map: dict[int, Any] = {}
+        dispatcher = ThreadedTaskDispatcher()
+        dispatcher.set_thread_count(threads)
+        try:
+            self._server: Any = waitress.create_server(
+                wsgi,
+                host=host,
+                port=port,
+                threads=threads,
+                map=socket_map,
+                _dispatcher=dispatcher,
+                **settings,
+            )
+        except OSError as exc:
+            # Nothing of the half-made server may outlive the error: its sockets, its
+            # wake-up pipe, its worker threads.
+            wasyncore.close_all(socket_map)
+            dispatcher.shutdown(cancel_pending=True, timeout=THREAD_GRACE)
+            raise bind_error(exc, host, port) from exc
         install(_socket_map(self._server), limits)
         self.host = host
         self.port: int = self._server.effective_port
@@ -319,6 +344,7 @@ def serve(
     limits: ServerLimits | None = None,
     grace: float = DEFAULT_GRACE_PERIOD,
     app_options: dict[str, Any] | None = None,
+    quiet: bool = False,
     **options: Any,
 ) -> None:
     """Serve until interrupted (Ctrl-C, SIGTERM), then shut down gracefully.
@@ -341,11 +367,20 @@ def serve(
             the defaults are documented in ``docs/server.md``).
         grace: Seconds unary calls and agents get to finish on shutdown.
         app_options: Further :class:`A2AApplication` arguments for the executor case.
+        quiet: Print nothing (by default one line on stderr at start, with the URL, where
+            tasks are kept and how to stop, and one at stop).
         **options: Further waitress settings (override ``limits``).
 
     Raises:
-        ConfigurationError: waitress is missing or the settings conflict.
+        ConfigurationError: waitress is missing, the port is in use, or the settings
+            conflict.
     """
+    creates = (
+        card is not None
+        and task_store is None
+        and not (database or "").startswith(POSTGRES_SCHEMES)
+        and not os.path.exists(database or DEFAULT_DATABASE)
+    )
     application, opened = _application(app, card, database, task_store, dict(app_options or {}))
     try:
         server = RunningServer(application, host, port, threads=threads, limits=limits, **options)
@@ -369,6 +404,11 @@ def serve(
         for which in (signal.SIGINT, signal.SIGTERM):
             previous[which] = signal.signal(which, on_signal)
     logger.info("serving %r on %s", application, server.url)
+    if not quiet:
+        say(
+            f"a2a-sync: serving {server.url} ({store_location(application, creates)}); "
+            "Ctrl-C stops it"
+        )
     try:
         server.run()
     finally:
@@ -380,9 +420,10 @@ def serve(
             server.stop(grace)
         if opened is not None:
             opened.close()
+        if not quiet:
+            say(f"a2a-sync: stopped serving {server.url}")
 
 
-@contextlib.contextmanager
 def serve_in_thread(
     app: Any,
     host: str = "127.0.0.1",
@@ -392,21 +433,18 @@ def serve_in_thread(
     limits: ServerLimits | None = None,
     grace: float = THREAD_GRACE,
     **options: Any,
-) -> Iterator[str]:
-    """Serve ``app`` on a background thread for the duration of a ``with`` block.
+) -> ServerHandle:
+    """Serve ``app`` on a background thread; returns a :class:`ServerHandle` at once.
 
-    Yields the base URL (``http://127.0.0.1:<port>``; port 0 picks a free one). Leave the
-    card's ``supported_interfaces`` empty and the card advertises this URL. On exit the
-    server stops gracefully and its threads are joined.
+    ``server.url`` is the base URL (``http://127.0.0.1:<port>``; port 0 picks a free
+    one), ``server.stop()`` stops it gracefully and joins its threads; ``with
+    serve_in_thread(app) as url`` stops it when the block ends. A server still running
+    at interpreter exit is stopped then. Leave the card's ``supported_interfaces`` empty
+    and the card advertises this URL.
 
     Raises:
-        ConfigurationError: waitress is missing or the settings conflict.
+        ConfigurationError: waitress is missing, the port is in use, or the settings
+            conflict.
     """
     server = RunningServer(app, host, port, threads=threads, limits=limits, **options)
-    thread = threading.Thread(target=server.run, name=f"a2a-sync-serve-{server.port}", daemon=True)
-    thread.start()
-    try:
-        yield server.url
-    finally:
-        server.stop(grace)
-        thread.join(grace + 5.0)
+    return ServerHandle(server, grace)

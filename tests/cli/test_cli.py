@@ -296,7 +296,11 @@ def test_ctrl_c_exits_130_and_leaves_no_process(
     children = descendants(cli.proc.pid)
     returncode, stderr = cli.stop(signal.SIGINT)
     assert returncode == 130
-    assert stderr.strip() == "interrupted"
+    # One line naming the task to follow up (issue 17 §5).
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("a2a-sync: interrupted; task ")
+    assert f"a2a-sync task watch {url} " in lines[0]
     assert not [pid for pid in children if alive(pid)]
 
 

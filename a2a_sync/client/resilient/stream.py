@@ -21,6 +21,7 @@ from typing import Any
 from ...a2a.types import Message, StreamEvent, Task
 from ...errors import ProtocolError
 from ...policies import ResilienceConfig
+from ..chunks import progress, text_chunks
 from ..client import A2AClient
 from ._session import StreamSession
 from .agents import AgentSet
@@ -107,6 +108,16 @@ class ResilientTaskStream:
 
     def __next__(self) -> StreamEvent:
         return next(self._events)
+
+    def text_chunks(self) -> Iterator[str]:
+        """The answer's text as it arrives (see :func:`a2a_sync.client.chunks.text_chunks`);
+        the stream's outcome stays available from :meth:`get_final_result`."""
+        return text_chunks(self)
+
+    def progress(self, description: str = "streaming") -> Iterator[StreamEvent]:
+        """The events, with a progress bar while they arrive (``tqdm.auto`` when
+        installed; see :func:`a2a_sync.client.chunks.progress`)."""
+        return progress(self, description)
 
     def get_final_task(self) -> Task:
         """Read to the end; return the task (raises like :meth:`TaskStream.get_final_task`)."""
