@@ -192,3 +192,22 @@ def _run_logged(work: Callable[[], None]) -> None:
         work()
     except Exception:  # top of the dispatcher thread: a callback must not kill it
         logger.exception("MCP callback failed")
+
+
+def requests_progress_only(_progress: t.Progress) -> None:
+    """Stands for "send a progressToken" when nobody listens: the timeout resets on it."""
+
+
+def progress_for(
+    progress: Callable[[t.Progress], None] | None, reset_on_progress: bool
+) -> Callable[[t.Progress], None] | None:
+    """The progress callback a request needs: ``progress``, or, when only the timeout
+    should reset on progress, one that asks for progress (``_meta.progressToken``) and
+    ignores it (without a token the server sends no progress at all)."""
+    if progress is None and reset_on_progress:
+        return requests_progress_only
+    return progress
+
+
+def run_progress(callback: Callable[[t.Progress], None], params: dict[str, Any]) -> None:
+    callback(_codec.structure(params, t.Progress, what="progress notification"))

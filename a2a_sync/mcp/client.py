@@ -11,32 +11,67 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from ..errors import (
-    ConfigurationError,
-)
+from ..errors import ConfigurationError
 from . import _codec, eras
 from . import types as t
+from ._cache import Catalog, ResponseCache
+from ._correlator import PendingRequest
 from ._paging import json_type_name, list_all
-from .connection import MCPConnection
-from .pending import PendingRequest
-from .session import MCPSession, progress_for
+from .callbacks import progress_for
+from .options import MCPOptions
+from .session import MCPSession
 from .subscriptions import Subscription, SubscriptionEvent
-from .tool_call import ToolCall, tool_data, typed_output
+from .tool_call import ToolCall, ToolContext, tool_data, typed_output
 
-__all__ = ["MCPClient", "Subscription", "SubscriptionEvent", "ToolCall"]
+__all__ = ["Connected", "MCPClient", "Subscription", "SubscriptionEvent", "ToolCall"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 
+class Connected(Protocol):
+    """What a client handle needs of its connection
+    (:class:`~a2a_sync.mcp.connection.MCPConnection` is one). The connection module
+    imports this one, never the other way round."""
+
+    @property
+    def session(self) -> MCPSession:
+        """The protocol session."""
+        ...
+
+    @property
+    def server_info(self) -> t.ServerInfo:
+        """What negotiation learnt."""
+        ...
+
+    @property
+    def catalog(self) -> Catalog:
+        """What the connection remembers of the server (cache, tools)."""
+        ...
+
+    @property
+    def options(self) -> MCPOptions:
+        """The connection's options (output validation, ``input_required`` cap)."""
+        ...
+
+    @property
+    def closed(self) -> bool:
+        """True after ``close()``, or once the server has gone away."""
+        ...
+
+    def close(self) -> None:
+        """Shut the connection down."""
+
+
 class MCPClient:
     """A handle for MCP operations over an :class:`~a2a_sync.mcp.connection.MCPConnection`.
 
     Cheap to create (two attributes) and safe to share between any number of threads;
-    all handles of a connection share its server. Get one with ``connection.client()``.
+    all handles of a connection share its server. Get one with ``connection.client()``
+    (it needs only the :class:`Connected` interface of the connection).
 
     Attributes:
         timeout: This handle's default per-operation timeout in seconds.
@@ -44,7 +79,7 @@ class MCPClient:
 
     __slots__ = ("_conn", "timeout")
 
-    def __init__(self, connection: MCPConnection, timeout: float) -> None:
+    def __init__(self, connection: Connected, timeout: float) -> None:
         self._conn = connection
         self.timeout = timeout
 
@@ -59,7 +94,7 @@ class MCPClient:
         return MCPClient(self._conn, timeout)
 
     @property
-    def connection(self) -> MCPConnection:
+    def connection(self) -> Connected:
         """The connection this handle uses."""
         return self._conn
 
@@ -122,7 +157,8 @@ class MCPClient:
                 or one handed out twice: a cycle); the message names the server.
         """
         tools = list_all(
-            self._conn,
+            self._conn.session,
+            self._cache(),
             "tools/list",
             "tools",
             t.Tool,
@@ -201,7 +237,7 @@ class MCPClient:
         session = self._conn.session
         pending = session.begin("tools/call", params, progress=progress)
         return ToolCall(
-            self,
+            self._tool_context(),
             name=name,
             params=params,
             pending=pending,
@@ -260,7 +296,7 @@ class MCPClient:
             (and everything :meth:`call_tool` raises)
         """
         result = self.call_tool(name, arguments, timeout=timeout, progress=progress)
-        return tool_data(self, result, name, into)
+        return tool_data(self._tool_context(), result, name, into)
 
     # --- resources --------------------------------------------------------------------------------
 
@@ -273,7 +309,8 @@ class MCPClient:
         if self.server_info.capabilities.resources is None:
             return []
         return list_all(
-            self._conn,
+            self._conn.session,
+            self._cache(),
             "resources/list",
             "resources",
             t.Resource,
@@ -290,7 +327,8 @@ class MCPClient:
         if self.server_info.capabilities.resources is None:
             return []
         return list_all(
-            self._conn,
+            self._conn.session,
+            self._cache(),
             "resources/templates/list",
             "resourceTemplates",
             t.ResourceTemplate,
@@ -311,7 +349,7 @@ class MCPClient:
             ResourceNotFound: (legacy servers) or InvalidParams (modern) for unknown URIs.
         """
         conn = self._conn
-        cache = conn.catalog.cache if conn.session.era == "modern" else None
+        cache = self._cache()
         raw = cache.get("resources/read", uri) if cache is not None and not refresh else None
         if raw is None:
             rounds: list[PendingRequest] = []
@@ -320,7 +358,7 @@ class MCPClient:
                 {"uri": uri},
                 timeout=self._t(timeout),
                 operation=f"read_resource {uri!r}",
-                max_rounds=conn.input_required_max_rounds,
+                max_rounds=conn.options.input_required_max_rounds,
                 on_pending=rounds.append,
             )
             if cache is not None and len(rounds) == 1:
@@ -367,7 +405,8 @@ class MCPClient:
         if self.server_info.capabilities.prompts is None:
             return []
         return list_all(
-            self._conn,
+            self._conn.session,
+            self._cache(),
             "prompts/list",
             "prompts",
             t.Prompt,
@@ -392,7 +431,7 @@ class MCPClient:
             params,
             timeout=self._t(timeout),
             operation=f"prompt {name!r}",
-            max_rounds=self._conn.input_required_max_rounds,
+            max_rounds=self._conn.options.input_required_max_rounds,
         )
         return _codec.structure(raw, t.GetPromptResult, what="prompt")
 
@@ -461,15 +500,7 @@ class MCPClient:
             wanted["resourcesListChanged"] = True
         if resource_uris:
             wanted["resourceSubscriptions"] = list(resource_uris)
-        subscription = Subscription(session)
-        subscription._pending = session.begin(
-            "subscriptions/listen",
-            {"notifications": wanted},
-            route=subscription._route,
-            done=subscription._settled,
-        )
-        subscription._await_ack(self._t(timeout))
-        return subscription
+        return Subscription.open(session, wanted, self._t(timeout))
 
     def clear_cache(self) -> None:
         """Forget every cached list and read result of this connection (``ttlMs`` hints)
@@ -483,6 +514,21 @@ class MCPClient:
 
     def _t(self, timeout: float | None) -> float:
         return self.timeout if timeout is None else timeout
+
+    def _cache(self) -> ResponseCache | None:
+        """The ``ttlMs`` cache (modern era only; legacy servers send no hints)."""
+        conn = self._conn
+        return conn.catalog.cache if conn.session.era == "modern" else None
+
+    def _tool_context(self) -> ToolContext:
+        conn = self._conn
+        return ToolContext(
+            session=conn.session,
+            catalog=conn.catalog,
+            validate_output=conn.options.validate_output,
+            max_rounds=conn.options.input_required_max_rounds,
+            list_tools=lambda timeout: self.list_tools(timeout=timeout),
+        )
 
     def _legacy_only(self, method: str, instead: str) -> None:
         if self._conn.session.era == "modern":

@@ -48,13 +48,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 from typing import Any, Final
 
-from ... import _constants as C
 from ..._net import jsonrpc as _jsonrpc
 from ..._net.http import HTTPTransport
-from ..._net.sse_decoder import DEFAULT_MAX_EVENT_BYTES
 from ...errors import (
     A2ASyncError,
     Cancelled,
@@ -68,7 +66,6 @@ from ._fallback import SSEFallback
 from ._httpbase import (
     ACCEPT_BOTH,
     ACK_TIMEOUT,
-    CONNECT_TIMEOUT,
     DEFAULT_READ_TIMEOUT,
     DELETE_TIMEOUT,
     ERROR_BODY_LIMIT,
@@ -76,7 +73,6 @@ from ._httpbase import (
     PROTOCOL_HEADER,
     SESSION_HEADER,
     THREAD_JOIN_TIMEOUT,
-    AuthSource,
     Endpoint,
     Workers,
     session_unknown,
@@ -86,6 +82,7 @@ from ._request import RequestPoster, new_id
 from ._session import LegacySession
 from ._streams import Exchange, Link, Listener
 from .legacy_sse import LegacySSETransport
+from .options import HTTPOptions
 
 __all__ = ["StreamableHTTPTransport"]
 
@@ -104,18 +101,10 @@ class StreamableHTTPTransport:
 
     Args:
         url: The MCP endpoint (``http://127.0.0.1:8000/mcp``).
-        headers: Extra headers for every request.
-        auth: Bearer token, or a callable returning the current one (called per request).
-        connect_timeout: Seconds to connect.
-        read_timeout: Longest silence on a response (headers or stream) before it counts
-            as dead.
+        options: Headers, credentials, timeouts, TLS and size caps
+            (:class:`~.options.HTTPOptions`; ``read_timeout`` ``None`` means 300 s here).
         reconnect_policy: Delays and attempts for resuming a response stream and for
             re-opening the GET stream (the server's ``retry:`` is the base delay).
-        max_event_bytes: Cap on one event of a response stream.
-        max_response_bytes: Cap on a JSON response body.
-        verify: TLS verification, as in requests.
-        cert: Client certificate, as in requests.
-        trust_env: Take proxies and the CA bundle from the environment.
         fallback_to_sse: Retry a refused ``initialize`` on the HTTP+SSE transport.
 
     Raises:
@@ -127,30 +116,26 @@ class StreamableHTTPTransport:
     def __init__(
         self,
         url: str,
+        options: HTTPOptions | None = None,
         *,
-        headers: Mapping[str, str] | None = None,
-        auth: AuthSource | None = None,
-        connect_timeout: float = CONNECT_TIMEOUT,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
         reconnect_policy: ReconnectPolicy | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        max_response_bytes: int = C.DEFAULT_MAX_RESPONSE_BYTES,
-        verify: bool | str = True,
-        cert: str | tuple[str, str] | None = None,
-        trust_env: bool = True,
         fallback_to_sse: bool = True,
     ) -> None:
-        endpoint = Endpoint(url, headers=headers, auth=auth)
+        opts = options or HTTPOptions()
+        connect_timeout = opts.connect_timeout
+        read_timeout = DEFAULT_READ_TIMEOUT if opts.read_timeout is None else opts.read_timeout
+        max_event_bytes = opts.max_event_bytes
+        endpoint = Endpoint(url, headers=opts.headers, auth=opts.auth)
         self._endpoint = endpoint
         self.name = f"MCP server at {endpoint.name}"
         open_timeout = Timeout(connect=connect_timeout, read=read_timeout, total=None)
         self._ack_timeout = Timeout(connect=connect_timeout, read=ACK_TIMEOUT, total=ACK_TIMEOUT)
         self._http = HTTPTransport(
             timeout=open_timeout,
-            max_response_bytes=max_response_bytes,
-            verify=verify,
-            cert=cert,
-            trust_env=trust_env,
+            max_response_bytes=opts.max_response_bytes,
+            verify=opts.verify,
+            cert=opts.cert,
+            trust_env=opts.trust_env,
         )
         self._link = Link(
             endpoint,
