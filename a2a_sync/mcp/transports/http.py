@@ -2,7 +2,7 @@
 
 Every client message is its own POST (``Accept: application/json, text/event-stream``).
 
-* **Requests** are POSTed by a worker thread (:class:`~._httpbase.Workers`,
+* **Requests** are POSTed by a worker thread (:class:`~._workers.Workers`,
   :class:`~._request.RequestPoster`), which reads the answer — one JSON object, or an
   event stream carrying notifications and server requests before the response — and
   hands every message to the session as soon as it arrives. ``send`` returns at once, so
@@ -74,13 +74,14 @@ from ._httpbase import (
     SESSION_HEADER,
     THREAD_JOIN_TIMEOUT,
     Endpoint,
-    Workers,
     session_unknown,
     status_error,
 )
+from ._listener import Listener
 from ._request import RequestPoster, new_id
 from ._session import LegacySession
-from ._streams import Exchange, Link, Listener
+from ._streams import Exchange, Link
+from ._workers import Workers
 from .legacy_sse import LegacySSETransport
 from .options import HTTPOptions
 
