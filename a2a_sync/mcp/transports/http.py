@@ -51,34 +51,25 @@ import threading
 from collections.abc import Hashable
 from typing import Any, Final
 
-from ..._net import jsonrpc as _jsonrpc
 from ..._net.http import HTTPTransport
 from ...errors import (
     A2ASyncError,
     Cancelled,
     ConnectionClosed,
-    SessionExpired,
     TransportError,
 )
-from ...policies import ReconnectPolicy, RetryPolicy, Timeout
+from ...policies import ReconnectPolicy, Timeout
 from . import MessageSink, Outgoing, RequestId
 from ._fallback import SSEFallback
 from ._httpbase import (
-    ACCEPT_BOTH,
     ACK_TIMEOUT,
     DEFAULT_READ_TIMEOUT,
     DELETE_TIMEOUT,
-    ERROR_BODY_LIMIT,
-    JSON_TYPE,
-    PROTOCOL_HEADER,
-    SESSION_HEADER,
     THREAD_JOIN_TIMEOUT,
     Endpoint,
-    session_unknown,
-    status_error,
 )
 from ._listener import Listener
-from ._request import RequestPoster, new_id
+from ._request import RequestPoster, new_id, post_ack
 from ._session import LegacySession
 from ._streams import Exchange, Link
 from ._workers import Workers
@@ -275,7 +266,7 @@ class StreamableHTTPTransport:
             if delegate is not None:
                 delegate.close()  # reports the end to the session itself
             else:
-                self._delete_session()
+                self._session.end(self._http, self._endpoint, self.name)
             self._http.close()
             self._workers.close()
             for listener in listeners:
@@ -347,41 +338,18 @@ class StreamableHTTPTransport:
     # --- notifications, replies, the GET stream, DELETE ------------------------------------------
 
     def _post_ack(self, message: dict[str, Any], context: Outgoing) -> None:
-        headers = self._endpoint.headers(ACCEPT_BOTH)
-        headers["Content-Type"] = JSON_TYPE
-        headers.update(context.headers)
-        session = self._session.id
-        if session is not None and "Mcp-Method" not in context.headers:
-            headers[SESSION_HEADER] = session
         if self._closing:
             raise ConnectionClosed(f"MCP connection to {self.name} is closed")
         try:
-            result = self._http.request(
-                "POST",
-                self._endpoint.url,
-                body=_jsonrpc.encode(message),
-                headers=headers,
-                timeout=self._ack_timeout,
-                max_response_bytes=ERROR_BODY_LIMIT,
+            post_ack(
+                self._http, self._endpoint, self._session.id, (message, context), self._ack_timeout
             )
-        except TransportError as exc:
-            if isinstance(exc, Cancelled) and self._closing:
+        except Cancelled:
+            if self._closing:
                 raise ConnectionClosed(f"MCP connection to {self.name} is closed") from None
-            raise self._endpoint.redact(exc) from None
-        if result.ok:
-            if context.method == "notifications/initialized":
-                self._listen()
-            return
-        if session is not None and session_unknown(result.status, result.content):
-            raise SessionExpired(f"{self.name} no longer knows the MCP session")
-        raise status_error(
-            "POST",
-            self._endpoint.name,
-            result.status,
-            result.content,
-            headers=result.headers,
-            content_type=result.content_type,
-        )
+            raise
+        if context.method == "notifications/initialized":
+            self._listen()
 
     def _get_headers(self) -> dict[str, str]:
         return self._session.get_headers(self._endpoint)
@@ -405,31 +373,6 @@ class StreamableHTTPTransport:
         if old is not None:
             old.halt()
         listener.start()
-
-    def _delete_session(self) -> None:
-        session = self._session.id
-        if session is None:
-            return
-        headers = self._endpoint.headers(ACCEPT_BOTH)
-        headers[SESSION_HEADER] = session
-        if self._session.protocol_version is not None:
-            headers[PROTOCOL_HEADER] = self._session.protocol_version
-        try:
-            result = self._http.request(
-                "DELETE",
-                self._endpoint.url,
-                headers=headers,
-                timeout=Timeout(connect=DELETE_TIMEOUT, read=DELETE_TIMEOUT, total=DELETE_TIMEOUT),
-                retry=RetryPolicy.none(),
-                max_response_bytes=ERROR_BODY_LIMIT,
-            )
-        except A2ASyncError as exc:
-            logger.debug("%s: ending the session failed: %s", self.name, exc)
-            return
-        if result.status == 405:
-            logger.debug("%s does not let clients end sessions (405)", self.name)
-        elif not result.ok:
-            logger.debug("%s answered the session DELETE with HTTP %s", self.name, result.status)
 
     # --- HTTP+SSE fallback -----------------------------------------------------------------------
 
