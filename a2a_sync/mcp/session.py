@@ -23,8 +23,6 @@ from .._version import __version__
 from ..errors import (
     A2ASyncError,
     ConnectionClosed,
-    InternalError,
-    RPCError,
 )
 from . import eras
 from . import types as t
@@ -35,6 +33,7 @@ from .callbacks import (
     DISPATCHER_JOIN_TIMEOUT,
     Dispatcher,
     Handlers,
+    Responder,
     progress_for,
     requests_progress_only,
     run_progress,
@@ -51,9 +50,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Server cancellations remembered for requests we may still be answering; a bound so a
-#: server cancelling ids it never sent cannot grow memory.
-_MAX_REMEMBERED_CANCELS: Final = 1024
 #: Methods the spec forbids cancelling.
 _UNCANCELLABLE: Final = frozenset({"initialize", "server/discover"})
 
@@ -92,14 +88,14 @@ class MCPSession:
         self.param_headers: dict[str, dict[str, str]] = {}
         self._base_meta: dict[str, Any] | None = None
         self._wants_context = transport.wants_context
-        # _lock guards _listeners and _server_cancelled; the correlator has its own.
+        # _lock guards _listeners; the correlator and the responder have their own.
         self._lock = threading.Lock()
         self._calls = Correlator(
             self.transport_name, abandon=self._abandon, flush=self.flush_callbacks
         )
         self._closed = threading.Event()
         self._listeners: list[Callable[[str, dict[str, Any]], None]] = []
-        self._server_cancelled: set[RequestId] = set()
+        self._responder = Responder(self.handlers, self._reply, self.transport_name)
         self._dispatcher = Dispatcher()
         self._send = transport.send
         self._rounds = InputRounds(
@@ -325,7 +321,7 @@ class MCPSession:
             params = {}
         if "id" in message:
             request_id = message["id"]
-            self._dispatcher.submit(lambda: self._answer_request(request_id, method, params))
+            self._dispatcher.submit(lambda: self._responder.answer(request_id, method, params))
             return
         self._on_notification(method, params)
 
@@ -375,10 +371,7 @@ class MCPSession:
                 if callback is not None and callback is not requests_progress_only:
                     self._dispatcher.submit(lambda: run_progress(callback, params))
         elif method == "notifications/cancelled":
-            with self._lock:
-                if len(self._server_cancelled) > _MAX_REMEMBERED_CANCELS:
-                    self._server_cancelled.clear()
-                self._server_cancelled.add(params.get("requestId"))  # type: ignore[arg-type]
+            self._responder.cancelled(params.get("requestId"))
         if self._listeners:
             for listener in self._listeners:
                 listener(method, params)
@@ -391,27 +384,11 @@ class MCPSession:
             return
         self._dispatcher.submit(lambda: self.handlers.on_notification(method, params))
 
-    def _answer_request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
-        try:
-            result = self.handlers.answer(method, params)
-            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "result": result}
-        except RPCError as exc:
-            reply = {"jsonrpc": "2.0", "id": request_id, "error": exc.to_error_object()}
-        except Exception:  # a user callback on the dispatcher: log, answer -32603
-            logger.exception("callback for server request %s failed", method)
-            error = InternalError(f"client callback for {method} failed")
-            reply = {"jsonrpc": "2.0", "id": request_id, "error": error.to_error_object()}
-        with self._lock:
-            if request_id in self._server_cancelled:
-                self._server_cancelled.discard(request_id)
-                return
-        try:
-            if self._wants_context:
-                self._send(reply, self._outgoing("response", None, request_id, None))
-            else:
-                self._send(reply)
-        except A2ASyncError as exc:
-            logger.warning("could not answer %s to %s: %s", method, self.transport_name, exc)
+    def _reply(self, reply: dict[str, Any]) -> None:
+        if self._wants_context:
+            self._send(reply, self._outgoing("response", None, reply["id"], None))
+        else:
+            self._send(reply)
 
 
 def _package_version() -> str:
