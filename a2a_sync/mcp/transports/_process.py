@@ -7,16 +7,23 @@ process groups here: the child is terminated directly.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Final
 
 __all__ = [
     "DEFAULT_INHERITED_ENV_VARS",
+    "FORCE_KILL_TIMEOUT",
+    "KILL_REAP_TIMEOUT",
+    "PROCESS_TERMINATION_TIMEOUT",
+    "escalate",
+    "shutdown_waits",
     "GROUP_POLL_INTERVAL",
     "KILL_SIGNAL",
     "default_environment",
@@ -24,6 +31,8 @@ __all__ = [
     "kill_stragglers",
     "signal_group",
 ]
+
+logger = logging.getLogger("a2a_sync.mcp.transports.stdio")  # the stdio transport's
 
 #: Environment variables a server inherits by default; everything else (API keys,
 #: cloud credentials) must be passed explicitly with ``env=`` (same list as python-sdk).
@@ -49,6 +58,14 @@ DEFAULT_INHERITED_ENV_VARS: Final[tuple[str, ...]] = (
 KILL_SIGNAL: Final = getattr(signal, "SIGKILL", signal.SIGTERM)
 #: Time for group members left behind by an exited server to die after SIGTERM.
 _STRAGGLER_TIMEOUT: Final = 0.5
+#: Grace period for the server to exit on its own after its stdin closes (MCP lifecycle).
+PROCESS_TERMINATION_TIMEOUT: Final = 2.0
+#: Time between SIGTERM and SIGKILL for a server that lingers.
+FORCE_KILL_TIMEOUT: Final = 2.0
+#: Time for the kernel to reap a SIGKILLed process; only an unkillable one runs this out.
+KILL_REAP_TIMEOUT: Final = 2.0
+#: Shortest wait between SIGTERM and SIGKILL, even when a connect's budget is spent.
+_MIN_KILL_WAIT: Final = 0.2
 #: Polling step while waiting for a process group to empty.
 GROUP_POLL_INTERVAL: Final = 0.01
 
@@ -127,3 +144,33 @@ def _linux_group_has_live_member(pgid: int) -> bool:
         if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
             return True
     return False
+
+
+def shutdown_waits(grace: float, kill_wait: float, limit: float | None) -> tuple[float, float]:
+    """The waits before SIGTERM and before SIGKILL, shrunk to about ``limit`` seconds in
+    total when a failed connect's budget bounds the shutdown."""
+    if limit is None:
+        return grace, kill_wait
+    return min(grace, limit / 2), min(kill_wait, max(limit / 2, _MIN_KILL_WAIT))
+
+
+def escalate(
+    exited: threading.Event,
+    send: Callable[[int], None],
+    waits: tuple[float, float],
+    name: str,
+    pid: int,
+) -> None:
+    """Wait for the process to exit (``exited``), then ``send(SIGTERM)``, wait, then
+    ``send(SIGKILL)``: every wait bounded."""
+    grace, kill_wait = waits
+    if exited.wait(grace):
+        return
+    logger.info("%s did not exit after stdin closed; sending SIGTERM", name)
+    send(signal.SIGTERM)
+    if exited.wait(kill_wait):
+        return
+    logger.warning("%s ignored SIGTERM; sending SIGKILL", name)
+    send(KILL_SIGNAL)
+    if not exited.wait(KILL_REAP_TIMEOUT):
+        logger.error("%s (pid %s) survived SIGKILL", name, pid)

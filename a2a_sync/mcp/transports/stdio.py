@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import io
 import logging
 import os
-import signal
 import subprocess
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -51,9 +51,13 @@ from ...errors import (
 from . import MessageSink, Outgoing, RequestId
 from ._process import (
     DEFAULT_INHERITED_ENV_VARS,
-    KILL_SIGNAL,
+    FORCE_KILL_TIMEOUT,
+    KILL_REAP_TIMEOUT,
+    PROCESS_TERMINATION_TIMEOUT,
     default_environment,
+    escalate,
     kill_stragglers,
+    shutdown_waits,
     signal_group,
 )
 from ._stdio_text import (
@@ -79,20 +83,12 @@ logger = logging.getLogger(__name__)
 #: Where ``stderr="log"`` sends the server's stderr lines (INFO level).
 stderr_logger = logging.getLogger(__name__ + ".stderr")
 
-#: Grace period for the server to exit on its own after its stdin closes (MCP lifecycle).
-PROCESS_TERMINATION_TIMEOUT: Final = 2.0
-#: Time between SIGTERM and SIGKILL for a server that lingers.
-FORCE_KILL_TIMEOUT: Final = 2.0
-#: Time for the kernel to reap a SIGKILLed process; only an unkillable one runs this out.
-_KILL_REAP_TIMEOUT: Final = 2.0
 #: How long a writer blocked on a full stdin pipe may hold up ``close()``.
 _WRITER_LOCK_TIMEOUT: Final = 0.5
 #: After the server exits, how long to keep reading stdout for answers it wrote first.
 _EXIT_DRAIN_TIMEOUT: Final = 0.5
 #: How long ``close()`` waits for each pipe thread to finish.
 _THREAD_JOIN_TIMEOUT: Final = 2.0
-#: Shortest wait between SIGTERM and SIGKILL, even when a connect's budget is spent.
-_MIN_KILL_WAIT: Final = 0.2
 #: How long releasing held stderr lines waits for what is still in the pipe.
 _STDERR_SETTLE_TIMEOUT: Final = 0.5
 #: Longest JSON line accepted from the server (64 MiB: a big embedded resource fits;
@@ -283,7 +279,7 @@ class StdioTransport:
             return
         if not first:
             self._close_done.wait(
-                self._terminate_timeout + self._kill_timeout + _KILL_REAP_TIMEOUT + 1
+                self._terminate_timeout + self._kill_timeout + KILL_REAP_TIMEOUT + 1
             )
             return
         try:
@@ -309,20 +305,11 @@ class StdioTransport:
         finally:
             if acquired:
                 self._write_lock.release()
-        grace, kill_wait = self._terminate_timeout, self._kill_timeout
-        if self._shutdown_limit is not None:
-            grace = min(grace, self._shutdown_limit / 2)
-            kill_wait = min(kill_wait, max(self._shutdown_limit / 2, _MIN_KILL_WAIT))
-        if not self._exited.wait(grace):
-            logger.info("%s did not exit after stdin closed; sending SIGTERM", self.name)
-            self._signal(proc, signal.SIGTERM)
-            if not self._exited.wait(kill_wait):
-                logger.warning("%s ignored SIGTERM; sending SIGKILL", self.name)
-                self._signal(proc, KILL_SIGNAL)
-                if not self._exited.wait(_KILL_REAP_TIMEOUT):
-                    logger.error("%s (pid %s) survived SIGKILL", self.name, proc.pid)
+        send = functools.partial(self._signal, proc)
+        waits = shutdown_waits(self._terminate_timeout, self._kill_timeout, self._shutdown_limit)
+        escalate(self._exited, send, waits, self.name, proc.pid)
         if os.name == "posix":
-            kill_stragglers(proc.pid, lambda sig: self._signal(proc, sig))
+            kill_stragglers(proc.pid, send)
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(_THREAD_JOIN_TIMEOUT)
