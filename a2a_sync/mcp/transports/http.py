@@ -46,6 +46,7 @@ neither they nor the session id are logged or shown in a repr.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Hashable
@@ -209,7 +210,7 @@ class StreamableHTTPTransport:
             delegate.send(message, context)
             return
         if context is None:
-            context = _context_of(message)
+            context = Outgoing.of(message)
         self._session.remember(message, context)
         if context.kind != "request":
             self._post_ack(message, context)
@@ -351,9 +352,6 @@ class StreamableHTTPTransport:
         if context.method == "notifications/initialized":
             self._listen()
 
-    def _get_headers(self) -> dict[str, str]:
-        return self._session.get_headers(self._endpoint)
-
     def _listen(self) -> None:
         """Open the GET stream for server-initiated messages (replacing an old one)."""
         sink = self._sink
@@ -361,7 +359,7 @@ class StreamableHTTPTransport:
         listener = Listener(
             self._link,
             sink,
-            self._get_headers,
+            functools.partial(self._session.get_headers, self._endpoint),
             name=f"a2a-sync-mcp-http-get-{self._session.generation}",
         )
         with self._lock:
@@ -400,11 +398,3 @@ class StreamableHTTPTransport:
                 return
             self._reported = True
         self._sink.transport_closed(error)
-
-
-def _context_of(message: dict[str, Any]) -> Outgoing:
-    method = message.get("method")
-    if method is None:
-        return Outgoing("response", None, message.get("id"), {})
-    kind = "request" if "id" in message else "notification"
-    return Outgoing(kind, method, message.get("id"), {})
