@@ -18,15 +18,12 @@
 from __future__ import annotations
 
 import codecs
-import io
 import json
 import logging
-import os
-import select
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import IO, Any, Final
+from typing import Any, Final
 
 from ...errors import A2ASyncError, ConnectionClosed, ResponseTooLarge, excerpt
 
@@ -37,9 +34,7 @@ __all__ = [
     "NoiseLimiter",
     "StderrRelay",
     "discard",
-    "drain_lines",
     "read_messages",
-    "wait_settled",
 ]
 
 #: The stdio transport's logger: these messages are about its pipes.
@@ -239,43 +234,14 @@ class StderrRelay:
         )
 
 
-#: Polling step while waiting for the stderr pipe to settle.
-_SETTLE_POLL_INTERVAL: Final = 0.01
-#: Bytes read from stderr at a time (lines are reassembled across reads).
-STDERR_READ_BYTES: Final = 64 * 1024
-
-
-def drain_lines(
-    stream: io.BufferedReader, on_line: Callable[[str], None], idle: threading.Event, name: str
-) -> None:
-    """Read ``stream`` (a server's stderr) to EOF and hand every whole line to ``on_line``;
-    ``idle`` is set while waiting for more. Never leaves the server blocked on a full pipe:
-    if ``on_line`` fails, the rest is read and discarded. The top of a drain thread."""
-    splitter = LineSplitter()
-    read = stream.read1
-    try:
-        while True:
-            idle.set()
-            chunk = read(STDERR_READ_BYTES)
-            idle.clear()
-            if not chunk:
-                break
-            for text in splitter.feed(chunk):
-                on_line(text)
-        for text in splitter.finish():
-            on_line(text)
-        idle.set()
-    except (OSError, ValueError) as exc:
-        logger.debug("stderr of %s: %s", name, exc)
-    except Exception:  # top of the drain thread: never block the server on a full pipe
-        logger.exception("forwarding stderr of %s failed; discarding the rest", name)
-        discard(stream.readline)
+#: Bytes read from a pipe at a time (lines are reassembled across reads).
+READ_BYTES: Final = 64 * 1024
 
 
 def discard(readline: Callable[[int], bytes]) -> None:
     """Read and drop everything until EOF (or until the pipe is closed under us)."""
     try:
-        while readline(STDERR_READ_BYTES):
+        while readline(READ_BYTES):
             pass
     except (OSError, ValueError):
         return
@@ -324,23 +290,3 @@ def read_messages(
     except Exception:  # top of the reader thread: keep the session from hanging
         logger.exception("MCP stdio reader for %s failed", name)
         return ConnectionClosed(f"reading from {name} failed")
-
-
-def wait_settled(stream: IO[bytes], idle: threading.Event, timeout: float) -> None:
-    """Wait (at most ``timeout``) until the drain thread of ``stream`` waits for data and
-    the pipe has none for it: what the server wrote before its last answer is read."""
-    deadline = time.monotonic() + timeout
-    while not _settled(stream, idle) and time.monotonic() < deadline:
-        time.sleep(_SETTLE_POLL_INTERVAL)
-
-
-def _settled(stream: IO[bytes], idle: threading.Event) -> bool:
-    if not idle.is_set():
-        return False
-    if os.name != "posix":
-        return True
-    try:
-        readable, _, _ = select.select([stream], [], [], 0)
-    except (OSError, ValueError):
-        return True  # closed
-    return not readable

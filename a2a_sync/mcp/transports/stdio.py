@@ -30,16 +30,14 @@ kill is not implemented (grandchildren of a wrapper may survive there).
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import functools
-import io
 import logging
 import os
 import subprocess
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import IO, Any, Final, cast
+from typing import IO, Any, Final
 
 from ..._net import jsonrpc as _jsonrpc
 from ...errors import (
@@ -60,15 +58,8 @@ from ._process import (
     shutdown_waits,
     signal_group,
 )
-from ._stdio_text import (
-    NoiseLimiter,
-    StderrRelay,
-    discard,
-    drain_lines,
-    read_messages,
-    tail_line,
-    wait_settled,
-)
+from ._stdio_stderr import LOG, StderrChannel
+from ._stdio_text import NoiseLimiter, discard, read_messages
 
 __all__ = [
     "DEFAULT_INHERITED_ENV_VARS",
@@ -80,8 +71,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-#: Where ``stderr="log"`` sends the server's stderr lines (INFO level).
-stderr_logger = logging.getLogger(__name__ + ".stderr")
 
 #: How long a writer blocked on a full stdin pipe may hold up ``close()``.
 _WRITER_LOCK_TIMEOUT: Final = 0.5
@@ -89,15 +78,9 @@ _WRITER_LOCK_TIMEOUT: Final = 0.5
 _EXIT_DRAIN_TIMEOUT: Final = 0.5
 #: How long ``close()`` waits for each pipe thread to finish.
 _THREAD_JOIN_TIMEOUT: Final = 2.0
-#: How long releasing held stderr lines waits for what is still in the pipe.
-_STDERR_SETTLE_TIMEOUT: Final = 0.5
 #: Longest JSON line accepted from the server (64 MiB: a big embedded resource fits;
 #: a server that never writes a newline cannot exhaust memory).
 DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
-#: Lines of stderr kept for error messages.
-_STDERR_TAIL_LINES: Final = 20
-
-_LOG: Final = "log"
 
 
 class StdioTransport:
@@ -105,7 +88,7 @@ class StdioTransport:
 
     Thread-safe: any thread may ``send``; ``close`` may be called from any thread, any
     number of times. Normally created by :meth:`MCPConnection.stdio
-    <a2a_sync.mcp.client.MCPConnection.stdio>`.
+    <a2a_sync.mcp.connection.MCPConnection.stdio>`.
 
     Args:
         argv: Program and arguments (``["python", "server.py"]``); never run by a shell.
@@ -129,7 +112,7 @@ class StdioTransport:
         *,
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
-        stderr: Any = _LOG,
+        stderr: Any = LOG,
         inherit_env: Iterable[str] = DEFAULT_INHERITED_ENV_VARS,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         terminate_timeout: float = PROCESS_TERMINATION_TIMEOUT,
@@ -142,7 +125,7 @@ class StdioTransport:
         self.name = "stdio server " + " ".join(self.argv)[:200]
         self.era_key = ("stdio", tuple(self.argv), self.cwd)
         self._env = {**default_environment(inherit_env), **(env or {})}
-        self._stderr_target = stderr
+        self._stderr_to = stderr
         self._max_line = max_line_bytes
         self._terminate_timeout = terminate_timeout
         self._kill_timeout = kill_timeout
@@ -156,15 +139,11 @@ class StdioTransport:
         self._exited = threading.Event()
         self._reader_done = threading.Event()
         self._close_done = threading.Event()
-        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
         self._threads: list[threading.Thread] = []
         self._stdin: IO[bytes] | None = None
         self._noise = NoiseLimiter(logger, self.name)
-        self._relay = StderrRelay(
-            self._forward_stderr, stderr_logger, self.name, collapsible=stderr == _LOG
-        )
+        self._stderr = StderrChannel(stderr, self.name, lambda: self.pid)
         self._shutdown_limit: float | None = None
-        self._stderr_idle = threading.Event()
 
     @property
     def pid(self) -> int | None:
@@ -179,7 +158,7 @@ class StdioTransport:
     @property
     def stderr_tail(self) -> str:
         """The last lines the server wrote to stderr."""
-        return "\n".join(self._stderr_tail)
+        return self._stderr.tail
 
     @property
     def stdout_noise(self) -> str | None:
@@ -188,18 +167,16 @@ class StdioTransport:
 
     def hold_stderr(self) -> None:
         """Hold stderr lines (while the era probe runs) until :meth:`release_stderr`."""
-        self._relay.hold()
+        self._stderr.hold()
 
     def release_stderr(self, collapse: str | None) -> None:
         """Forward the held stderr lines, or (``collapse``: what the server refused)
         summarise them in one line and log them at DEBUG.
 
         What the server wrote to stderr before its last answer may still be in the pipe:
-        it is read first (bounded by :data:`_STDERR_SETTLE_TIMEOUT`)."""
+        it is read first (bounded by :data:`._stdio_stderr.SETTLE_TIMEOUT`)."""
         proc = self._proc
-        if collapse is not None and proc is not None and proc.stderr is not None:
-            wait_settled(proc.stderr, self._stderr_idle, _STDERR_SETTLE_TIMEOUT)
-        self._relay.release(collapse)
+        self._stderr.release(collapse, proc.stderr if proc is not None else None)
 
     def limit_shutdown(self, seconds: float) -> None:
         """Bound the next :meth:`close` to about ``seconds`` (a failed connect's budget):
@@ -222,7 +199,7 @@ class StdioTransport:
                 self.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL if self._stderr_target is None else subprocess.PIPE,
+                stderr=subprocess.DEVNULL if self._stderr_to is None else subprocess.PIPE,
                 env=self._env,
                 cwd=self.cwd,
                 start_new_session=posix,
@@ -373,20 +350,7 @@ class StdioTransport:
         proc = self._proc
         assert proc is not None
         assert proc.stderr is not None
-        drain_lines(
-            cast("io.BufferedReader", proc.stderr), self._stderr_line, self._stderr_idle, self.name
-        )
-
-    def _stderr_line(self, text: str) -> None:
-        self._stderr_tail.append(tail_line(text))  # held lines too: error messages quote them
-        self._relay.line(text)
-
-    def _forward_stderr(self, text: str) -> None:
-        target = self._stderr_target
-        if target == _LOG:
-            stderr_logger.info("[%s] %s", self.pid, text)
-        else:
-            target.write(text + "\n")
+        self._stderr.drain(proc.stderr)
 
     # --- helpers ------------------------------------------------------------------------------
 
