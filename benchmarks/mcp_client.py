@@ -39,7 +39,8 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from a2a_sync.mcp import ERA_CACHE, MCPConnection
+from a2a_sync.mcp import MCPConnection
+from a2a_sync.mcp.eras import ERA_CACHE
 from benchmarks.harness import Variant, run_cli
 
 PEERS = Path(__file__).parents[1] / "tests" / "mcp" / "peers"

@@ -26,10 +26,10 @@ from ._callbacks_era import CallbackUnavailableWarning
 from .client import MCPClient, Subscription, SubscriptionEvent, ToolCall
 from .config import HTTPServerConfig, StdioServerConfig, load_servers
 from .connection import DEFAULT_TIMEOUT, MCPConnection
-from .eras import ERA_CACHE, HANDSHAKE_VERSIONS, MODERN_VERSIONS, EraCache
+from .eras import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 from .group import GroupTool, MCPGroup, MCPGroupError
-from .session import MCPSession, PendingRequest
-from .transports import MessageSink, Outgoing, Transport
+from .options import HTTPOptions, MCPOptions, StdioOptions
+from .transports import Transport
 from .transports.http import StreamableHTTPTransport
 from .transports.legacy_sse import LegacySSETransport
 from .transports.stdio import StdioTransport
@@ -78,6 +78,9 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "MCPConnection",
     "MCPClient",
+    "MCPOptions",
+    "HTTPOptions",
+    "StdioOptions",
     "ToolCall",
     "Subscription",
     "SubscriptionEvent",
@@ -89,17 +92,11 @@ __all__ = [
     "StdioServerConfig",
     "load_servers",
     # eras
-    "ERA_CACHE",
-    "EraCache",
     "HANDSHAKE_VERSIONS",
     "MODERN_VERSIONS",
     "CallbackUnavailableWarning",
     # lower layers
-    "MCPSession",
-    "PendingRequest",
     "Transport",
-    "MessageSink",
-    "Outgoing",
     "StdioTransport",
     "StreamableHTTPTransport",
     "LegacySSETransport",

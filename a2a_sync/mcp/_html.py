@@ -5,21 +5,55 @@ long lists are cut, nothing is fetched (images and links are described, never em
 or made clickable), and rendering never raises on odd shapes (a schema whose
 ``properties`` is not an object, structured content that is not JSON-serialisable).
 
-The functions read the models by attribute and by their wire ``type`` tag, so this
-module does not import :mod:`a2a_sync.mcp.types` (which imports it).
+The functions read the models through the two narrow views below (by attribute and by
+their wire ``type`` tag), so this module does not import :mod:`a2a_sync.mcp.types`
+(which imports it): the chain runs one way.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, Protocol
 
-if TYPE_CHECKING:
-    from .types import CallToolResult, Tool
+__all__ = [
+    "ITEM_LIMIT",
+    "TEXT_LIMIT",
+    "ToolResultView",
+    "ToolView",
+    "tool_html",
+    "tool_result_html",
+]
 
-__all__ = ["TEXT_LIMIT", "ITEM_LIMIT", "tool_html", "tool_result_html"]
+
+class ToolView(Protocol):
+    """What :func:`tool_html` reads of a tool (``types.Tool`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def description(self) -> str | None: ...
+    @property
+    def input_schema(self) -> Any: ...
+    @property
+    def output_schema(self) -> Any: ...
+    @property
+    def annotations(self) -> Any: ...
+
+
+class ToolResultView(Protocol):
+    """What :func:`tool_result_html` reads of a tool result (``types.CallToolResult``)."""
+
+    @property
+    def content(self) -> Sequence[Any]: ...
+    @property
+    def structured_content(self) -> Any: ...
+    @property
+    def is_error(self) -> bool: ...
+
 
 #: Longest server-provided text shown per block before it is cut (a notebook is not a pager).
 TEXT_LIMIT: Final = 2000
@@ -85,7 +119,7 @@ def _block_html(block: Any) -> str:
     return f"<div><em>{_text(kind, 100)}</em> block</div>"
 
 
-def tool_result_html(result: CallToolResult) -> str:
+def tool_result_html(result: ToolResultView) -> str:
     """A tool result: its content blocks, then its structured content as JSON."""
     head = "<strong>Tool result</strong>"
     if result.is_error:
@@ -137,7 +171,7 @@ def _parameters_html(schema: Any) -> str:
     return "<ul>" + "".join(_capped(rows, len(properties))) + "</ul>"
 
 
-def tool_html(tool: Tool) -> str:
+def tool_html(tool: ToolView) -> str:
     """A tool: name, title, description, parameters (from the input schema) and hints."""
     line = f"<code>{_text(tool.name, 200)}</code>"
     title = tool.title or (tool.annotations.title if tool.annotations else None)

@@ -95,6 +95,7 @@ class Negotiator:
             also gets at most half of what is left of the budget).
         handshake_timeout: The budget of the whole connect (probe, handshake, cleanup).
         on_notification: Connection bookkeeping, registered on every session started.
+        sleep: The MRTR back-off wait of every session started (tests inject a recorder).
     """
 
     factory: Callable[[], Transport]
@@ -107,6 +108,7 @@ class Negotiator:
     discover_timeout: float
     handshake_timeout: float
     on_notification: Callable[[str, dict[str, Any]], None]
+    sleep: Callable[[float], None] = time.sleep
 
     def connect(self) -> Live:
         """Start a transport and its session, and negotiate the era, all within
@@ -163,7 +165,7 @@ class Negotiator:
 
     def _start(self) -> Live:
         transport = self.factory()
-        session = MCPSession(transport, self.handlers)
+        session = MCPSession(transport, self.handlers, sleep=self.sleep)
         if self.client_info is not None:
             session.client_info = self.client_info
         session.log_level = self.log_level

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from ..errors import DeadlineExceeded, ProtocolError
 from . import _codec
-
-if TYPE_CHECKING:
-    from .connection import MCPConnection
+from ._cache import ResponseCache
+from .session import MCPSession
 
 __all__ = ["MAX_PAGES", "json_type_name", "list_all", "server_name"]
 
@@ -44,15 +43,17 @@ def json_type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def server_name(conn: MCPConnection) -> str:
+def server_name(session: MCPSession) -> str:
     """The server as error messages name it: its own name and where it runs."""
-    name = conn.server_info.name
-    where = conn.transport.name
+    info = session.server_info
+    name = info.name if info is not None else None
+    where = session.transport_name
     return f"server {name!r} ({where})" if name else where
 
 
 def list_all(
-    conn: MCPConnection,
+    session: MCPSession,
+    cache: ResponseCache | None,
     method: str,
     key: str,
     cls: type[T],
@@ -61,14 +62,13 @@ def list_all(
     operation: str,
     refresh: bool = False,
 ) -> list[T]:
-    """Every item of the listing ``method`` (result list under ``key``), all pages.
+    """Every item of the listing ``method`` (result list under ``key``), all pages,
+    each page from ``cache`` while it is fresh (unless ``refresh``).
 
     Raises:
         DeadlineExceeded: The pages took longer than ``timeout`` together.
         ProtocolError: A page lacks its list, a cursor is not a string or repeats.
     """
-    session = conn.session
-    cache = conn.catalog.cache if session.era == "modern" else None
     deadline = time.monotonic() + timeout
     items: list[T] = []
     cursor: str | None = None
@@ -92,24 +92,24 @@ def list_all(
                 cache.put(method, cursor or "", raw)
         page = raw.get(key) if isinstance(raw, dict) else None
         if not isinstance(page, list):
-            raise ProtocolError(f"{method} result of {server_name(conn)} lacks a {key!r} list")
+            raise ProtocolError(f"{method} result of {server_name(session)} lacks a {key!r} list")
         items.extend(_codec.structure(page, list[cls], what=method))  # type: ignore[valid-type]
         next_cursor = raw.get("nextCursor")
         if next_cursor is None or next_cursor == "":
             return items
         if not isinstance(next_cursor, str):
             raise ProtocolError(
-                f"{method} of {server_name(conn)} returned a nextCursor that is a JSON "
+                f"{method} of {server_name(session)} returned a nextCursor that is a JSON "
                 f"{json_type_name(next_cursor)}, not a string, after {len(items)} item(s); "
                 "the listing cannot go on (a server bug: cursors are opaque strings)",
                 excerpt=repr(next_cursor)[:80],
             )
         if next_cursor in seen:
             raise ProtocolError(
-                f"{method} of {server_name(conn)} handed out cursor {next_cursor[:80]!r} a "
+                f"{method} of {server_name(session)} handed out cursor {next_cursor[:80]!r} a "
                 f"second time after {len(items)} item(s): its paging runs in a cycle "
                 "(a server bug)"
             )
         seen.add(next_cursor)
         cursor = next_cursor
-    raise ProtocolError(f"{method} of {server_name(conn)} returned more than {MAX_PAGES} pages")
+    raise ProtocolError(f"{method} of {server_name(session)} returned more than {MAX_PAGES} pages")

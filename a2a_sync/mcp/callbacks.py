@@ -11,11 +11,11 @@ from typing import Any, Final
 
 import attrs
 
-from ..errors import MethodNotFound
+from ..errors import A2ASyncError, InternalError, MethodNotFound, RPCError
 from . import _codec
 from . import types as t
 
-__all__ = ["Handlers"]
+__all__ = ["Handlers", "Responder", "progress_for"]
 
 logger = logging.getLogger(__name__)
 
@@ -192,3 +192,76 @@ def _run_logged(work: Callable[[], None]) -> None:
         work()
     except Exception:  # top of the dispatcher thread: a callback must not kill it
         logger.exception("MCP callback failed")
+
+
+def requests_progress_only(_progress: t.Progress) -> None:
+    """Stands for "send a progressToken" when nobody listens: the timeout resets on it."""
+
+
+def progress_for(
+    progress: Callable[[t.Progress], None] | None, reset_on_progress: bool
+) -> Callable[[t.Progress], None] | None:
+    """The progress callback a request needs: ``progress``, or, when only the timeout
+    should reset on progress, one that asks for progress (``_meta.progressToken``) and
+    ignores it (without a token the server sends no progress at all)."""
+    if progress is None and reset_on_progress:
+        return requests_progress_only
+    return progress
+
+
+def run_progress(callback: Callable[[t.Progress], None], params: dict[str, Any]) -> None:
+    callback(_codec.structure(params, t.Progress, what="progress notification"))
+
+
+#: Server cancellations remembered for requests we may still be answering; a bound so a
+#: server cancelling ids it never sent cannot grow memory.
+_MAX_REMEMBERED_CANCELS: Final = 1024
+
+
+class Responder:
+    """Answers server→client requests through the user's :class:`Handlers` (on the
+    dispatcher thread), unless the server cancelled the request meanwhile.
+
+    Thread-safe. ``reply`` sends one JSON-RPC response (the session's, with the era's
+    headers); ``name`` names the server in log messages.
+    """
+
+    def __init__(
+        self, handlers: Handlers, reply: Callable[[dict[str, Any]], None], name: str
+    ) -> None:
+        self._handlers = handlers
+        self._reply = reply
+        self._name = name
+        self._lock = threading.Lock()
+        self._cancelled: set[Any] = set()
+
+    def cancelled(self, request_id: Any) -> None:
+        """The server cancelled ``request_id`` (``notifications/cancelled``): no answer."""
+        with self._lock:
+            if len(self._cancelled) > _MAX_REMEMBERED_CANCELS:
+                self._cancelled.clear()
+            try:
+                self._cancelled.add(request_id)
+            except TypeError:  # unhashable id: it names no request of ours
+                return
+
+    def answer(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
+        """Run the handler for ``method`` and send its result (or its ``RPCError``; any
+        other exception is logged and answered with -32603)."""
+        try:
+            result = self._handlers.answer(method, params)
+            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "result": result}
+        except RPCError as exc:
+            reply = {"jsonrpc": "2.0", "id": request_id, "error": exc.to_error_object()}
+        except Exception:  # a user callback on the dispatcher: log, answer -32603
+            logger.exception("callback for server request %s failed", method)
+            error = InternalError(f"client callback for {method} failed")
+            reply = {"jsonrpc": "2.0", "id": request_id, "error": error.to_error_object()}
+        with self._lock:
+            if request_id in self._cancelled:
+                self._cancelled.discard(request_id)
+                return
+        try:
+            self._reply(reply)
+        except A2ASyncError as exc:
+            logger.warning("could not answer %s to %s: %s", method, self._name, exc)

@@ -9,44 +9,35 @@ are :mod:`a2a_sync.mcp.types` models. Modern-era calls that need input
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
-from ..errors import (
-    ConfigurationError,
-)
-from . import _codec, eras
+from ..errors import ConfigurationError
+from . import _codec
 from . import types as t
-from ._paging import json_type_name, list_all
-from .connection import MCPConnection
-from .pending import PendingRequest
-from .session import MCPSession, progress_for
+from ._correlator import PendingRequest
+from ._features import LOGGING_LEVELS
+from ._handle import Connected
+from ._paging import list_all
+from ._tool_ops import ToolOperations
 from .subscriptions import Subscription, SubscriptionEvent
-from .tool_call import ToolCall, tool_data, typed_output
+from .tool_call import ToolCall
 
-__all__ = ["MCPClient", "Subscription", "SubscriptionEvent", "ToolCall"]
-
-logger = logging.getLogger(__name__)
-
-T = TypeVar("T")
+__all__ = ["Connected", "MCPClient", "Subscription", "SubscriptionEvent", "ToolCall"]
 
 
-class MCPClient:
+class MCPClient(ToolOperations):
     """A handle for MCP operations over an :class:`~a2a_sync.mcp.connection.MCPConnection`.
 
     Cheap to create (two attributes) and safe to share between any number of threads;
-    all handles of a connection share its server. Get one with ``connection.client()``.
+    all handles of a connection share its server. Get one with ``connection.client()``
+    (it needs only the :class:`Connected` interface of the connection).
 
     Attributes:
         timeout: This handle's default per-operation timeout in seconds.
     """
 
-    __slots__ = ("_conn", "timeout")
-
-    def __init__(self, connection: MCPConnection, timeout: float) -> None:
-        self._conn = connection
-        self.timeout = timeout
+    __slots__ = ()
 
     def with_timeout(self, timeout: float) -> MCPClient:
         """A handle with its own default timeout over the same connection.
@@ -59,7 +50,7 @@ class MCPClient:
         return MCPClient(self._conn, timeout)
 
     @property
-    def connection(self) -> MCPConnection:
+    def connection(self) -> Connected:
         """The connection this handle uses."""
         return self._conn
 
@@ -92,7 +83,7 @@ class MCPClient:
         connection's ``logging_callback``). Legacy: ``logging/setLevel``; modern: the
         level rides every later request's ``_meta``.
         """
-        if level not in t.LOGGING_LEVELS:
+        if level not in LOGGING_LEVELS:
             raise ConfigurationError(f"unknown log level {level!r}")
         session = self._conn.session
         if session.era == "modern":
@@ -105,163 +96,6 @@ class MCPClient:
                 operation="set_logging_level",
             )
 
-    # --- tools ------------------------------------------------------------------------------------
-
-    def list_tools(self, *, timeout: float | None = None, refresh: bool = False) -> list[t.Tool]:
-        """Every tool the server offers (all pages).
-
-        Args:
-            timeout: Seconds for the whole listing (every page).
-            refresh: Ask the server even if a ``ttlMs`` hint keeps a cached listing fresh
-                (the answer replaces the cached one). Cached listings are also dropped by
-                every ``list_changed`` notification and by :meth:`clear_cache`.
-
-        Raises:
-            DeadlineExceeded: The listing took longer than the timeout (all pages).
-            ProtocolError: The server's paging is broken (a cursor that is not a string,
-                or one handed out twice: a cycle); the message names the server.
-        """
-        tools = list_all(
-            self._conn,
-            "tools/list",
-            "tools",
-            t.Tool,
-            timeout=self._t(timeout),
-            operation="list_tools",
-            refresh=refresh,
-        )
-        conn = self._conn
-        session = conn.session
-        if session.transport.wants_context and session.era == "modern":
-            tools = [tool for tool in tools if self._mirrorable(tool, session)]
-        conn.catalog.tools = {tool.name: tool for tool in tools}
-        conn.catalog.tools_listed = True
-        return tools
-
-    def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        progress: Callable[[t.Progress], None] | None = None,
-        reset_timeout_on_progress: bool = False,
-        max_timeout: float | None = None,
-    ) -> t.CallToolResult:
-        """Call a tool.
-
-        A tool that fails reports ``is_error=True`` in the result (no exception); an
-        unknown tool or bad arguments may be either, depending on the server.
-
-        Args:
-            name: The tool's name.
-            arguments: A JSON object (``dict``) or ``None``.
-            timeout: Seconds to wait (default: the handle's).
-            progress: Called with each :class:`~a2a_sync.mcp.types.Progress` update (on
-                the dispatcher thread).
-            reset_timeout_on_progress: Restart the timeout whenever progress arrives...
-            max_timeout: ...but never wait longer than this in total (default 10 x timeout).
-
-        Raises:
-            ConfigurationError: ``arguments`` is not a dict or None (names its JSON type).
-            DeadlineExceeded: No answer in time (the server is told to cancel).
-            ToolOutputError: The structured content breaks the tool's ``outputSchema``.
-            RPCError: The server answered with a JSON-RPC error.
-            ConnectionClosed: The connection closed (``ServerProcessError`` if the
-                server died: exit status and stderr tail).
-        """
-        wanted = progress_for(progress, reset_timeout_on_progress)  # a token even with no callback
-        call = self.start_tool_call(name, arguments, progress=wanted, timeout=timeout)
-        return call.result(
-            reset_timeout_on_progress=reset_timeout_on_progress, max_timeout=max_timeout
-        )
-
-    def start_tool_call(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        timeout: float | None = None,
-        progress: Callable[[t.Progress], None] | None = None,
-    ) -> ToolCall:
-        """Send a ``tools/call`` and return at once; ``result()`` waits, ``cancel()``
-        (from any thread) stops it and tells the server.
-
-        Raises:
-            ConfigurationError: ``arguments`` is not a dict or None.
-        """
-        if arguments is not None and not isinstance(arguments, Mapping):
-            raise ConfigurationError(
-                f"tool arguments must be a JSON object (dict) or None, got "
-                f"{json_type_name(arguments)}"
-            )
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = arguments if type(arguments) is dict else dict(arguments)
-        session = self._conn.session
-        pending = session.begin("tools/call", params, progress=progress)
-        return ToolCall(
-            self,
-            name=name,
-            params=params,
-            pending=pending,
-            progress=progress,
-            timeout=self._t(timeout),
-        )
-
-    def call_tool_typed(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        into: type[T],
-        timeout: float | None = None,
-        progress: Callable[[t.Progress], None] | None = None,
-    ) -> T:
-        """Call a tool and structure its output into ``into`` (an attrs class, dataclass,
-        or anything cattrs can build).
-
-        The output is the structured content when present (a ``{"result": x}`` wrapper,
-        which python-sdk servers put around non-object values, is unwrapped if ``into``
-        does not fit the wrapper), else the JSON in the first text block.
-
-        Raises:
-            EmptyToolContent: No structured content and an empty content list.
-            NoTextContent: Content, but no text block (``.kinds`` lists what came).
-            ToolOutputParseError: The text is not JSON, or the JSON does not fit ``into``.
-            ToolOutputError: The tool reported an error (``is_error``).
-            (and everything :meth:`call_tool` raises)
-        """
-        result = self.call_tool(name, arguments, timeout=timeout, progress=progress)
-        return typed_output(result, into, name)
-
-    def call_tool_data(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        into: type[T] | None = None,
-        timeout: float | None = None,
-        progress: Callable[[t.Progress], None] | None = None,
-    ) -> Any:
-        """Call a tool and return its structured output as Python values derived from the
-        tool's ``outputSchema`` (like fastmcp's ``result.data``), no type needed.
-
-        The ``{"result": x}`` wrapper SDKs put around non-object output is removed
-        (``add`` returning ``int`` gives ``3``); strings of ``format`` ``date-time``,
-        ``date``, ``time`` and ``uuid`` become ``datetime``/``date``/``time``/``UUID``;
-        ``prefixItems`` arrays become tuples; objects stay dicts. With ``into`` (an attrs
-        class, dataclass...) the values are structured into it. Returns ``None`` when the
-        tool sent no structured content (read ``call_tool(...).text`` then).
-
-        Raises:
-            ToolOutputError: The tool reported an error (``is_error``).
-            ToolOutputParseError: The output does not fit ``into``.
-            (and everything :meth:`call_tool` raises)
-        """
-        result = self.call_tool(name, arguments, timeout=timeout, progress=progress)
-        return tool_data(self, result, name, into)
-
     # --- resources --------------------------------------------------------------------------------
 
     def list_resources(
@@ -273,7 +107,8 @@ class MCPClient:
         if self.server_info.capabilities.resources is None:
             return []
         return list_all(
-            self._conn,
+            self._conn.session,
+            self._cache(),
             "resources/list",
             "resources",
             t.Resource,
@@ -290,7 +125,8 @@ class MCPClient:
         if self.server_info.capabilities.resources is None:
             return []
         return list_all(
-            self._conn,
+            self._conn.session,
+            self._cache(),
             "resources/templates/list",
             "resourceTemplates",
             t.ResourceTemplate,
@@ -311,7 +147,7 @@ class MCPClient:
             ResourceNotFound: (legacy servers) or InvalidParams (modern) for unknown URIs.
         """
         conn = self._conn
-        cache = conn.catalog.cache if conn.session.era == "modern" else None
+        cache = self._cache()
         raw = cache.get("resources/read", uri) if cache is not None and not refresh else None
         if raw is None:
             rounds: list[PendingRequest] = []
@@ -320,7 +156,7 @@ class MCPClient:
                 {"uri": uri},
                 timeout=self._t(timeout),
                 operation=f"read_resource {uri!r}",
-                max_rounds=conn.input_required_max_rounds,
+                max_rounds=conn.options.input_required_max_rounds,
                 on_pending=rounds.append,
             )
             if cache is not None and len(rounds) == 1:
@@ -367,7 +203,8 @@ class MCPClient:
         if self.server_info.capabilities.prompts is None:
             return []
         return list_all(
-            self._conn,
+            self._conn.session,
+            self._cache(),
             "prompts/list",
             "prompts",
             t.Prompt,
@@ -392,7 +229,7 @@ class MCPClient:
             params,
             timeout=self._t(timeout),
             operation=f"prompt {name!r}",
-            max_rounds=self._conn.input_required_max_rounds,
+            max_rounds=self._conn.options.input_required_max_rounds,
         )
         return _codec.structure(raw, t.GetPromptResult, what="prompt")
 
@@ -461,15 +298,7 @@ class MCPClient:
             wanted["resourcesListChanged"] = True
         if resource_uris:
             wanted["resourceSubscriptions"] = list(resource_uris)
-        subscription = Subscription(session)
-        subscription._pending = session.begin(
-            "subscriptions/listen",
-            {"notifications": wanted},
-            route=subscription._route,
-            done=subscription._settled,
-        )
-        subscription._await_ack(self._t(timeout))
-        return subscription
+        return Subscription.open(session, wanted, self._t(timeout))
 
     def clear_cache(self) -> None:
         """Forget every cached list and read result of this connection (``ttlMs`` hints)
@@ -478,24 +307,3 @@ class MCPClient:
         catalog.tools_listed = False
         if catalog.cache is not None:
             catalog.cache.clear()
-
-    # --- helpers ----------------------------------------------------------------------------------
-
-    def _t(self, timeout: float | None) -> float:
-        return self.timeout if timeout is None else timeout
-
-    def _legacy_only(self, method: str, instead: str) -> None:
-        if self._conn.session.era == "modern":
-            raise ConfigurationError(f"{method} does not exist in MCP 2026-07-28; use {instead}")
-
-    @staticmethod
-    def _mirrorable(tool: t.Tool, session: MCPSession) -> bool:
-        mapping = eras.param_header_map(tool)
-        if mapping is None:
-            logger.warning("dropping tool %r: invalid x-mcp-header annotations", tool.name)
-            return False
-        if mapping:
-            session.param_headers[tool.name] = mapping
-        else:
-            session.param_headers.pop(tool.name, None)  # annotations may have been removed
-        return True

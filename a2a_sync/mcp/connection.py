@@ -11,12 +11,11 @@ or still open at interpreter exit is closed by a finalizer.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn
+from typing import Any, Final, Literal, NoReturn
 
 from ..errors import (
     A2ASyncError,
@@ -29,19 +28,14 @@ from . import eras
 from . import types as t
 from ._cache import Catalog
 from ._negotiation import HANDSHAKE_TIMEOUT, Negotiator, finalize
-from .session import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, Handlers, MCPSession
+from .client import MCPClient
+from .options import MCPOptions, resolve
+from .session import MCPSession
 from .transports import Transport
-from .transports._httpbase import CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, AuthSource, Endpoint
+from .transports._httpbase import Endpoint
 from .transports.http import StreamableHTTPTransport
 from .transports.legacy_sse import LegacySSETransport
-from .transports.stdio import (
-    DEFAULT_INHERITED_ENV_VARS,
-    DEFAULT_MAX_LINE_BYTES,
-    StdioTransport,
-)
-
-if TYPE_CHECKING:
-    from .client import MCPClient
+from .transports.stdio import StdioTransport
 
 __all__ = ["DEFAULT_TIMEOUT", "MCPConnection"]
 
@@ -50,6 +44,8 @@ logger = logging.getLogger(__name__)
 #: Default per-operation timeout of client handles (the seed's 30 s).
 DEFAULT_TIMEOUT: Final = 30.0
 
+HTTPTransportKind = Literal["auto", "streamable-http", "sse"]
+
 
 class MCPConnection:
     """A connected MCP client session over one transport.
@@ -57,37 +53,27 @@ class MCPConnection:
     Thread-safe. Not copyable (it owns a server process or HTTP session): share
     :meth:`client` handles instead. Use it as a context manager or call :meth:`close`.
 
+    Configuration is one frozen :class:`~a2a_sync.mcp.options.MCPOptions` value. The
+    constructors take it as ``options=`` and also take its field names as keywords
+    (``timeout=5``, ``era="legacy"``, ``elicitation_callback=...``, ``headers=...``,
+    ``env=...``), applied on top with :meth:`MCPOptions.evolve`: the simple call stays
+    one line, every keyword that worked before still works, and each option is
+    declared and documented once (on ``MCPOptions``) instead of on three signatures.
+    A misspelt keyword raises :class:`~a2a_sync.errors.ConfigurationError` naming it and
+    the closest option (mypy cannot check ``**`` keywords; ``MCPOptions(...)`` is checked).
+
     Args:
         transport_factory: Creates a fresh, unstarted transport. Called once, or twice when
             ``era="auto"`` must restart a server that locked itself into the modern era.
-        era: ``"auto"`` (probe ``server/discover``, fall back to ``initialize``; the verdict
-            is cached per server), ``"legacy"``, ``"modern"``, or an exact revision to pin
-            (``"2025-06-18"``, ``"2026-07-28"``).
-        timeout: Default per-operation timeout (seconds) of :meth:`client` handles
-            (default 30 s). Given explicitly, it also bounds the whole connect (probe,
-            handshake, and stopping a server that failed to connect) unless
-            ``handshake_timeout`` is given.
-        sampling_callback: ``(CreateMessageRequest) -> CreateMessageResult``; declares
-            the ``sampling`` capability.
-        elicitation_callback: ``(ElicitRequest) -> ElicitResult``; declares ``elicitation``
-            (form and url modes).
-        roots_callback: ``() -> list[Root]``; declares ``roots``.
-        logging_callback: ``(LoggingMessage) -> None`` for server log messages.
-        list_changed_callback: ``(kind) -> None``, kind ``"tools"|"prompts"|"resources"``.
-        resource_updated_callback: ``(uri) -> None``.
-        notification_callback: ``(method, params) -> None`` for every notification.
-        log_level: Ask the server for log messages at this level and above (legacy:
-            ``logging/setLevel`` if the server declares ``logging``; modern: per request).
-        client_info: How the client introduces itself (default ``a2a-sync``).
-        validate_output: Check tool results against the tool's ``outputSchema``.
-        cache: Honour ``ttlMs``/``cacheScope`` on list and read results (modern era).
-        discover_timeout: How long ``era="auto"`` waits for the ``server/discover`` probe.
-        handshake_timeout: Bound on the whole connect: the era probe, the handshake and
-            stopping a server that failed to connect (default: ``timeout`` if given, else
-            60 s, for servers started through npx/uvx that install packages first).
-        input_required_max_rounds: Cap on ``input_required`` rounds per call (modern era).
+        options: The connection's options (default: all defaults).
+        **overrides: :class:`~a2a_sync.mcp.options.MCPOptions` fields to change.
+
+    Attributes:
+        options: The options in force (after the keywords were applied).
+        timeout: The default per-operation timeout of :meth:`client` handles.
 
     Raises:
+        ConfigurationError: An unknown option.
         ServerProcessError: A stdio server failed to start or died during negotiation.
         RPCError: The server refused negotiation.
         ProtocolError: The server speaks no revision this client knows.
@@ -98,49 +84,29 @@ class MCPConnection:
         self,
         transport_factory: Callable[[], Transport],
         *,
-        era: eras.EraSetting = "auto",
-        timeout: float | None = None,
-        sampling_callback: Callable[[t.CreateMessageRequest], t.CreateMessageResult] | None = None,
-        elicitation_callback: Callable[[t.ElicitRequest], t.ElicitResult] | None = None,
-        roots_callback: Callable[[], Sequence[t.Root]] | None = None,
-        logging_callback: Callable[[t.LoggingMessage], None] | None = None,
-        list_changed_callback: Callable[[str], None] | None = None,
-        resource_updated_callback: Callable[[str], None] | None = None,
-        notification_callback: Callable[[str, dict[str, Any]], None] | None = None,
-        log_level: t.LoggingLevel | None = None,
-        client_info: t.Implementation | None = None,
-        validate_output: bool = True,
-        cache: bool = True,
-        discover_timeout: float = eras.DISCOVER_TIMEOUT,
-        handshake_timeout: float | None = None,
-        input_required_max_rounds: int = DEFAULT_INPUT_REQUIRED_MAX_ROUNDS,
+        options: MCPOptions | None = None,
+        **overrides: Any,
     ) -> None:
-        mode, version = eras.parse_setting(era)
-        self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        opts = resolve(options, overrides)
+        mode, version = eras.parse_setting(opts.era)
+        self.options = opts
+        self.timeout = DEFAULT_TIMEOUT if opts.timeout is None else opts.timeout
+        handshake_timeout = opts.handshake_timeout
         if handshake_timeout is None:
-            handshake_timeout = HANDSHAKE_TIMEOUT if timeout is None else timeout
-        self.validate_output = validate_output
-        self.input_required_max_rounds = input_required_max_rounds
-        self.catalog = Catalog(cache)
+            handshake_timeout = HANDSHAKE_TIMEOUT if opts.timeout is None else opts.timeout
+        self.catalog = Catalog(opts.cache)
         negotiator = Negotiator(
             factory=transport_factory,
             mode=mode,
             version=version,
-            handlers=Handlers(
-                sampling=sampling_callback,
-                elicitation=elicitation_callback,
-                roots=roots_callback,
-                logging=logging_callback,
-                list_changed=list_changed_callback,
-                resource_updated=resource_updated_callback,
-                notification=notification_callback,
-            ),
-            client_info=client_info,
-            log_level=log_level,
+            handlers=opts.handlers(),
+            client_info=opts.client_info,
+            log_level=opts.log_level,
             timeout=self.timeout,
-            discover_timeout=discover_timeout,
+            discover_timeout=opts.discover_timeout,
             handshake_timeout=handshake_timeout,
             on_notification=self.catalog.on_notification,
+            sleep=opts.sleep,
         )
         self._close_lock = threading.Lock()
         self._closed = False
@@ -152,27 +118,8 @@ class MCPConnection:
         cls,
         argv: Sequence[str],
         *,
-        env: Mapping[str, str] | None = None,
-        cwd: str | os.PathLike[str] | None = None,
-        stderr: Any = "log",
-        inherit_env: Iterable[str] = DEFAULT_INHERITED_ENV_VARS,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        era: eras.EraSetting = "auto",
-        timeout: float | None = None,
-        sampling_callback: Callable[[t.CreateMessageRequest], t.CreateMessageResult] | None = None,
-        elicitation_callback: Callable[[t.ElicitRequest], t.ElicitResult] | None = None,
-        roots_callback: Callable[[], Sequence[t.Root]] | None = None,
-        logging_callback: Callable[[t.LoggingMessage], None] | None = None,
-        list_changed_callback: Callable[[str], None] | None = None,
-        resource_updated_callback: Callable[[str], None] | None = None,
-        notification_callback: Callable[[str, dict[str, Any]], None] | None = None,
-        log_level: t.LoggingLevel | None = None,
-        client_info: t.Implementation | None = None,
-        validate_output: bool = True,
-        cache: bool = True,
-        discover_timeout: float = eras.DISCOVER_TIMEOUT,
-        handshake_timeout: float | None = None,
-        input_required_max_rounds: int = DEFAULT_INPUT_REQUIRED_MAX_ROUNDS,
+        options: MCPOptions | None = None,
+        **overrides: Any,
     ) -> MCPConnection:
         """Start an MCP server subprocess and connect to it over stdio.
 
@@ -183,108 +130,54 @@ class MCPConnection:
 
         Example::
 
-            with MCPConnection.stdio(["python", "server.py"]) as conn:
+            with MCPConnection.stdio(["python", "server.py"], timeout=5) as conn:
                 client = conn.client()
                 print(client.call_tool("add", {"a": 1, "b": 2}).structured_content)
 
         Args:
             argv: Program and arguments.
-            env: Extra environment variables for the server (API keys go here).
-            cwd: Working directory of the server.
-            stderr: ``"log"``, a file-like object, or ``None``.
-            inherit_env: Variables copied from this process's environment.
-            max_line_bytes: Longest JSON line accepted from the server.
-            era: See :class:`MCPConnection` (as are the remaining arguments).
-            timeout: Default per-operation timeout of client handles.
-            sampling_callback: See :class:`MCPConnection`.
-            elicitation_callback: See :class:`MCPConnection`.
-            roots_callback: See :class:`MCPConnection`.
-            logging_callback: See :class:`MCPConnection`.
-            list_changed_callback: See :class:`MCPConnection`.
-            resource_updated_callback: See :class:`MCPConnection`.
-            notification_callback: See :class:`MCPConnection`.
-            log_level: See :class:`MCPConnection`.
-            client_info: See :class:`MCPConnection`.
-            validate_output: See :class:`MCPConnection`.
-            cache: See :class:`MCPConnection`.
-            discover_timeout: See :class:`MCPConnection`.
-            handshake_timeout: See :class:`MCPConnection`.
-            input_required_max_rounds: See :class:`MCPConnection`.
+            options: The connection's options (see :class:`MCPConnection`); the stdio
+                ones are :class:`~a2a_sync.mcp.options.StdioOptions` (``env``, ``cwd``,
+                ``stderr``, ``inherit_env``, ``max_line_bytes``).
+            **overrides: Option fields to change (``timeout=5``, ``env={...}``...).
 
         Raises:
             ServerProcessError: The server could not be started or exited during start-up
                 (with its exit status and the tail of its stderr).
-            ConfigurationError: ``argv`` is a string or empty.
+            ConfigurationError: ``argv`` is a string or empty; an unknown option.
         """
+        opts = resolve(options, overrides)
+        stdio = opts.stdio
 
         def factory() -> Transport:
             return StdioTransport(
                 argv,
-                env=env,
-                cwd=cwd,
-                stderr=stderr,
-                inherit_env=inherit_env,
-                max_line_bytes=max_line_bytes,
+                env=stdio.env,
+                cwd=stdio.cwd,
+                stderr=stdio.stderr,
+                inherit_env=stdio.inherit_env,
+                max_line_bytes=stdio.max_line_bytes,
             )
 
-        return cls(
-            factory,
-            era=era,
-            timeout=timeout,
-            sampling_callback=sampling_callback,
-            elicitation_callback=elicitation_callback,
-            roots_callback=roots_callback,
-            logging_callback=logging_callback,
-            list_changed_callback=list_changed_callback,
-            resource_updated_callback=resource_updated_callback,
-            notification_callback=notification_callback,
-            log_level=log_level,
-            client_info=client_info,
-            validate_output=validate_output,
-            cache=cache,
-            discover_timeout=discover_timeout,
-            handshake_timeout=handshake_timeout,
-            input_required_max_rounds=input_required_max_rounds,
-        )
+        return cls(factory, options=opts)
 
     @classmethod
     def http(
         cls,
         url: str,
         *,
-        headers: Mapping[str, str] | None = None,
-        auth: AuthSource | None = None,
-        transport: Literal["auto", "streamable-http", "sse"] = "auto",
-        connect_timeout: float = CONNECT_TIMEOUT,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
-        verify: bool | str = True,
-        cert: str | tuple[str, str] | None = None,
-        trust_env: bool = True,
-        era: eras.EraSetting = "auto",
-        timeout: float | None = None,
-        sampling_callback: Callable[[t.CreateMessageRequest], t.CreateMessageResult] | None = None,
-        elicitation_callback: Callable[[t.ElicitRequest], t.ElicitResult] | None = None,
-        roots_callback: Callable[[], Sequence[t.Root]] | None = None,
-        logging_callback: Callable[[t.LoggingMessage], None] | None = None,
-        list_changed_callback: Callable[[str], None] | None = None,
-        resource_updated_callback: Callable[[str], None] | None = None,
-        notification_callback: Callable[[str, dict[str, Any]], None] | None = None,
-        log_level: t.LoggingLevel | None = None,
-        client_info: t.Implementation | None = None,
-        validate_output: bool = True,
-        cache: bool = True,
-        discover_timeout: float = eras.DISCOVER_TIMEOUT,
-        handshake_timeout: float | None = None,
-        input_required_max_rounds: int = DEFAULT_INPUT_REQUIRED_MAX_ROUNDS,
+        transport: HTTPTransportKind = "auto",
+        options: MCPOptions | None = None,
+        **overrides: Any,
     ) -> MCPConnection:
         """Connect to an MCP server over HTTP.
 
         ``transport="auto"`` speaks Streamable HTTP (both eras: a modern ``server/discover``
         probe first, then ``initialize``) and falls back to the deprecated 2024-11-05
         HTTP+SSE transport when the server refuses ``initialize`` with 400/404/405; the
-        verdicts are cached per endpoint for the life of the process (``ERA_CACHE``).
-        ``"sse"`` goes straight to HTTP+SSE (``url`` is then the SSE endpoint, e.g.
-        ``.../sse``).
+        verdicts are cached per endpoint for the life of the process
+        (:data:`a2a_sync.mcp.eras.ERA_CACHE`). ``"sse"`` goes straight to HTTP+SSE (``url``
+        is then the SSE endpoint, e.g. ``.../sse``).
 
         Credentials: ``auth`` (a bearer token, or a callable returning the current one,
         asked per request) and ``headers`` go on every request, only to ``url``'s origin:
@@ -298,34 +191,15 @@ class MCPConnection:
 
         Args:
             url: The MCP endpoint (``http(s)://host:port/mcp``); no credentials in it.
-            headers: Extra headers for every request (not the ones MCP itself uses).
-            auth: Bearer token, or a callable returning it.
             transport: ``"auto"``, ``"streamable-http"`` (no fallback) or ``"sse"``.
-            connect_timeout: Seconds to connect.
-            read_timeout: Longest silence on a response before it counts as dead (the
-                per-call ``timeout`` usually ends a call first).
-            verify: TLS verification, as in requests (``False``, or a CA bundle path).
-            cert: Client certificate, as in requests.
-            trust_env: Take proxies and a CA bundle from the environment.
-            era: See :class:`MCPConnection` (as are the remaining arguments).
-            timeout: Default per-operation timeout of client handles.
-            sampling_callback: See :class:`MCPConnection`.
-            elicitation_callback: See :class:`MCPConnection`.
-            roots_callback: See :class:`MCPConnection`.
-            logging_callback: See :class:`MCPConnection`.
-            list_changed_callback: See :class:`MCPConnection`.
-            resource_updated_callback: See :class:`MCPConnection`.
-            notification_callback: See :class:`MCPConnection`.
-            log_level: See :class:`MCPConnection`.
-            client_info: See :class:`MCPConnection`.
-            validate_output: See :class:`MCPConnection`.
-            cache: See :class:`MCPConnection`.
-            discover_timeout: See :class:`MCPConnection`.
-            handshake_timeout: See :class:`MCPConnection`.
-            input_required_max_rounds: See :class:`MCPConnection`.
+            options: The connection's options (see :class:`MCPConnection`); the HTTP
+                ones are :class:`~a2a_sync.mcp.transports.options.HTTPOptions`
+                (``headers``, ``auth``, ``connect_timeout``, ``read_timeout``, ``verify``,
+                ``cert``, ``trust_env``...).
+            **overrides: Option fields to change (``headers={...}``, ``auth=token``...).
 
         Raises:
-            ConfigurationError: Bad URL, headers or ``transport``.
+            ConfigurationError: Bad URL, headers or ``transport``; an unknown option.
             TransportError: The server could not be reached.
             HTTPStatusError: The server refused the connection (401: see
                 ``WWW-Authenticate`` in the message).
@@ -334,52 +208,18 @@ class MCPConnection:
             raise ConfigurationError(
                 f"unknown MCP HTTP transport {transport!r}: use 'auto', 'streamable-http' or 'sse'"
             )
+        opts = resolve(options, overrides)
+        http = opts.http
 
         def factory() -> Transport:
             if transport == "sse":
-                return LegacySSETransport(
-                    url,
-                    headers=headers,
-                    auth=auth,
-                    connect_timeout=connect_timeout,
-                    verify=verify,
-                    cert=cert,
-                    trust_env=trust_env,
-                )
-            return StreamableHTTPTransport(
-                url,
-                headers=headers,
-                auth=auth,
-                connect_timeout=connect_timeout,
-                read_timeout=read_timeout,
-                verify=verify,
-                cert=cert,
-                trust_env=trust_env,
-                fallback_to_sse=transport == "auto",
-            )
+                return LegacySSETransport(url, http)
+            return StreamableHTTPTransport(url, http, fallback_to_sse=transport == "auto")
 
-        Endpoint(url, headers=headers, auth=auth)  # bad arguments fail here, not mid-connect
-        if transport == "sse" and era == "auto":
-            era = "legacy"  # HTTP+SSE has no modern shape: nothing to probe
-        return cls(
-            factory,
-            era=era,
-            timeout=timeout,
-            sampling_callback=sampling_callback,
-            elicitation_callback=elicitation_callback,
-            roots_callback=roots_callback,
-            logging_callback=logging_callback,
-            list_changed_callback=list_changed_callback,
-            resource_updated_callback=resource_updated_callback,
-            notification_callback=notification_callback,
-            log_level=log_level,
-            client_info=client_info,
-            validate_output=validate_output,
-            cache=cache,
-            discover_timeout=discover_timeout,
-            handshake_timeout=handshake_timeout,
-            input_required_max_rounds=input_required_max_rounds,
-        )
+        Endpoint(url, headers=http.headers, auth=http.auth)  # bad arguments fail here
+        if transport == "sse" and opts.era == "auto":
+            opts = opts.evolve(era="legacy")  # HTTP+SSE has no modern shape: nothing to probe
+        return cls(factory, options=opts)
 
     # --- public surface -----------------------------------------------------------------------
 
@@ -393,8 +233,6 @@ class MCPConnection:
         Returns:
             An :class:`~a2a_sync.mcp.client.MCPClient` over this connection.
         """
-        from .client import MCPClient  # noqa: PLC0415 - client imports this module
-
         return MCPClient(self, self.timeout if timeout is None else timeout)
 
     @property

@@ -20,7 +20,6 @@ Tool names are qualified as ``server`` + ``separator`` + ``tool`` (``"files.read
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import threading
@@ -38,6 +37,7 @@ from .client import MCPClient
 from .config import HTTPServerConfig, ServerConfig, StdioServerConfig, load_servers
 from .connection import MCPConnection
 from .eras import DISCOVER_TIMEOUT
+from .options import SESSION_OPTION_NAMES
 from .transports._httpbase import CONNECT_TIMEOUT
 
 __all__ = ["GroupTool", "MCPGroup", "MCPGroupError"]
@@ -221,7 +221,8 @@ class MCPGroup:
 
     def connection(self, server: str) -> MCPConnection:
         """The connection of one server (see :meth:`client`)."""
-        return self.client(server).connection
+        self.client(server)  # the same error for an unknown or failed server
+        return self._connections[server]
 
     # --- tools ------------------------------------------------------------------------------
 
@@ -327,11 +328,9 @@ def _specs(servers: Mapping[str, Any] | str | os.PathLike[str]) -> dict[str, Ser
     return dict(load_servers(servers))
 
 
-#: Options every server takes (what ``MCPConnection.stdio`` and ``.http`` share).
-_COMMON: Final = frozenset(
-    (set(inspect.signature(MCPConnection.stdio).parameters) - {"argv", "timeout"})
-    & set(inspect.signature(MCPConnection.http).parameters)
-) | {"call_timeout"}
+#: Options every server takes (the session options ``MCPConnection.stdio`` and ``.http``
+#: share; ``timeout`` here bounds the start, ``call_timeout`` is the clients' timeout).
+_COMMON: Final = (SESSION_OPTION_NAMES - {"timeout"}) | {"call_timeout"}
 #: Options only stdio servers take, and only HTTP servers take. No ``auth``: one token
 #: for every server would reach every origin; per-server credentials go in the config's
 #: ``headers``.

@@ -10,7 +10,7 @@ from typing import Any, Final, Literal
 import attrs
 
 from ..errors import DeadlineExceeded, ProtocolError
-from .pending import PendingRequest
+from ._correlator import PendingRequest
 from .session import MCPSession
 
 __all__ = ["Subscription", "SubscriptionEvent"]
@@ -56,6 +56,25 @@ class Subscription:
         self._settled = threading.Event()
         self._events: queue.SimpleQueue[SubscriptionEvent] = queue.SimpleQueue()
         self.granted: dict[str, Any] = {}
+
+    @classmethod
+    def open(cls, session: MCPSession, wanted: dict[str, Any], timeout: float) -> Subscription:
+        """Send ``subscriptions/listen`` for the ``wanted`` notifications and return once
+        the server acknowledged.
+
+        Raises:
+            DeadlineExceeded: No acknowledgement within ``timeout``.
+            ProtocolError: The stream ended before it was acknowledged.
+        """
+        subscription = cls(session)
+        subscription._pending = session.begin(
+            "subscriptions/listen",
+            {"notifications": wanted},
+            route=subscription._route,
+            done=subscription._settled,
+        )
+        subscription._await_ack(timeout)
+        return subscription
 
     def get_event(self, timeout: float) -> SubscriptionEvent | None:
         """The next event, or None if none arrived within ``timeout`` seconds."""

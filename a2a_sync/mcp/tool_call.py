@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
+import attrs
 import cattrs
 
 from ..errors import (
@@ -23,12 +24,11 @@ from ..errors import (
 )
 from . import _codec, _schema
 from . import types as t
-from .pending import PendingRequest
+from ._cache import Catalog
+from ._correlator import PendingRequest
+from .session import MCPSession
 
-if TYPE_CHECKING:
-    from .client import MCPClient
-
-__all__ = ["ToolCall", "structure_typed", "tool_data", "typed_output"]
+__all__ = ["ToolCall", "ToolContext", "structure_typed", "tool_data", "typed_output"]
 
 logger = logging.getLogger(__name__)
 
@@ -38,15 +38,35 @@ T = TypeVar("T")
 _typed_converter = cattrs.Converter()
 
 
+@attrs.frozen
+class ToolContext:
+    """What a tool call needs of the client that started it (and nothing more).
+
+    Attributes:
+        session: The connection's session.
+        catalog: The connection's remembered tools (for output validation).
+        validate_output: Check structured content against the tool's ``outputSchema``.
+        max_rounds: Cap on ``input_required`` rounds.
+        list_tools: Re-lists the server's tools within a timeout (refreshing ``catalog``).
+    """
+
+    session: MCPSession
+    catalog: Catalog
+    validate_output: bool
+    max_rounds: int
+    list_tools: Callable[[float | None], object]
+
+
 class ToolCall:
-    """A tool call in flight (from :meth:`MCPClient.start_tool_call`).
+    """A tool call in flight (from :meth:`MCPClient.start_tool_call
+    <a2a_sync.mcp.client.MCPClient.start_tool_call>`).
 
     Thread-safe: one thread may block in :meth:`result` while another calls :meth:`cancel`.
     """
 
     def __init__(
         self,
-        client: MCPClient,
+        context: ToolContext,
         *,
         name: str,
         params: dict[str, Any],
@@ -56,7 +76,7 @@ class ToolCall:
     ) -> None:
         self.name = name
         self.timeout = timeout
-        self._client = client
+        self._context = context
         self._params = params
         self._progress = progress
         self._current = pending
@@ -75,8 +95,8 @@ class ToolCall:
         Raises:
             Cancelled: :meth:`cancel` was called.
         """
-        conn = self._client._conn
-        session = conn.session
+        context = self._context
+        session = context.session
         limit = self.timeout if timeout is None else timeout
         first: PendingRequest | None = self._take_first()
         for attempt in (1, 2):
@@ -89,7 +109,7 @@ class ToolCall:
                     progress=self._progress,
                     reset_on_progress=reset_timeout_on_progress,
                     max_timeout=max_timeout,
-                    max_rounds=conn.input_required_max_rounds,
+                    max_rounds=context.max_rounds,
                     on_pending=self._on_pending,
                     first=first,
                 )
@@ -100,10 +120,10 @@ class ToolCall:
                 if attempt == 2 or not session.transport.wants_context or self._cancelled:
                     raise
                 logger.info("tool %r: header mismatch; re-listing tools and retrying", self.name)
-                self._client.list_tools(timeout=limit)
+                context.list_tools(limit)
                 first = None
         result = _codec.structure(raw, t.CallToolResult, what="tool result")
-        if conn.validate_output and not result.is_error:
+        if context.validate_output and not result.is_error:
             self._validate(result)
         return result
 
@@ -128,16 +148,16 @@ class ToolCall:
             pending.cancel("cancelled by the client")
 
     def _validate(self, result: t.CallToolResult) -> None:
-        conn = self._client._conn
-        tool = conn.catalog.tools.get(self.name)
-        if tool is None and not conn.catalog.tools_listed:
+        catalog = self._context.catalog
+        tool = catalog.tools.get(self.name)
+        if tool is None and not catalog.tools_listed:
             try:
-                self._client.list_tools(timeout=self.timeout)
+                self._context.list_tools(self.timeout)
             except (RPCError, ProtocolError, RequestTimeout) as exc:
                 # Validation is best effort: a failed listing must not fail a good call.
                 logger.warning("cannot list tools to validate %r: %s", self.name, exc)
-                conn.catalog.tools_listed = True
-            tool = conn.catalog.tools.get(self.name)
+                catalog.tools_listed = True
+            tool = catalog.tools.get(self.name)
         if tool is None or tool.output_schema is None:
             return
         if result.structured_content is None:
@@ -154,7 +174,7 @@ class ToolCall:
             )
 
 
-def tool_data(client: MCPClient, result: t.CallToolResult, name: str, into: Any = None) -> Any:
+def tool_data(context: ToolContext, result: t.CallToolResult, name: str, into: Any = None) -> Any:
     """The structured output of tool ``name`` as Python values derived from its
     ``outputSchema`` (see :meth:`MCPClient.call_tool_data
     <a2a_sync.mcp.client.MCPClient.call_tool_data>`); ``None`` without structured content.
@@ -168,9 +188,9 @@ def tool_data(client: MCPClient, result: t.CallToolResult, name: str, into: Any 
     data = result.structured_content
     if data is None:
         return None
-    catalog = client._conn.catalog
+    catalog = context.catalog
     if name not in catalog.tools and not catalog.tools_listed:
-        client.list_tools()
+        context.list_tools(None)
     tool = catalog.tools.get(name)
     schema = tool.output_schema if tool is not None else None
     value = _schema.decode(data, schema) if schema is not None else data

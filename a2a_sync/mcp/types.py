@@ -16,6 +16,31 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
+from ._content import (
+    Annotations,
+    AudioContent,
+    BlobResourceContents,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    ResourceContents,
+    ResourceLink,
+    Role,
+    TextContent,
+    TextResourceContents,
+    UnknownContent,
+)
+from ._features import (
+    CreateMessageRequest,
+    CreateMessageResult,
+    ElicitRequest,
+    ElicitResult,
+    LoggingLevel,
+    LoggingMessage,
+    Progress,
+    Root,
+    SamplingMessage,
+)
 from ._html import tool_html, tool_result_html
 
 __all__ = [
@@ -57,22 +82,6 @@ __all__ = [
     "ToolAnnotations",
     "UnknownContent",
 ]
-
-Role = Literal["user", "assistant"]
-#: RFC 5424 severities, least to most severe.
-LoggingLevel = Literal[
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
-]
-LOGGING_LEVELS: tuple[str, ...] = (
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-)
 
 
 # --- identity and capabilities -----------------------------------------------------------
@@ -147,119 +156,6 @@ class ServerInfo:
     def version(self) -> str | None:
         """The server's version, if it told us."""
         return self.implementation.version if self.implementation else None
-
-
-# --- content blocks -------------------------------------------------------------------------
-
-
-@attrs.frozen
-class Annotations:
-    """Hints about a content block's audience and importance."""
-
-    audience: tuple[Role, ...] | None = None
-    priority: float | None = None
-    last_modified: str | None = None
-
-
-@attrs.frozen
-class TextContent:
-    """A text block."""
-
-    type: ClassVar[str] = "text"
-    text: str
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = None
-
-
-@attrs.frozen
-class ImageContent:
-    """An image block; ``data`` is the decoded image."""
-
-    type: ClassVar[str] = "image"
-    data: bytes
-    mime_type: str
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = None
-
-
-@attrs.frozen
-class AudioContent:
-    """An audio block; ``data`` is the decoded audio."""
-
-    type: ClassVar[str] = "audio"
-    data: bytes
-    mime_type: str
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = None
-
-
-@attrs.frozen
-class ResourceLink:
-    """A link to a resource the client may read (not necessarily in ``resources/list``)."""
-
-    type: ClassVar[str] = "resource_link"
-    uri: str
-    name: str
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    size: int | None = None
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = None
-
-
-@attrs.frozen
-class TextResourceContents:
-    """A text resource's contents."""
-
-    uri: str
-    text: str
-    mime_type: str | None = None
-    meta: dict[str, Any] | None = None
-
-
-@attrs.frozen
-class BlobResourceContents:
-    """A binary resource's contents; ``blob`` is decoded."""
-
-    uri: str
-    blob: bytes
-    mime_type: str | None = None
-    meta: dict[str, Any] | None = None
-
-
-ResourceContents = TextResourceContents | BlobResourceContents
-
-
-@attrs.frozen
-class EmbeddedResource:
-    """A resource embedded in a tool result, prompt or sampling message."""
-
-    type: ClassVar[str] = "resource"
-    resource: ResourceContents
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = None
-
-
-@attrs.frozen
-class UnknownContent:
-    """A content block of a kind this SDK does not model (``tool_use``, future kinds).
-
-    ``raw`` is the block exactly as received; it is sent back unchanged.
-    """
-
-    kind: str
-    raw: dict[str, Any] = attrs.field(factory=dict, hash=False)
-
-    @property
-    def type(self) -> str:
-        """The block's wire ``type`` tag."""
-        return self.kind
-
-
-ContentBlock = (
-    TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource | UnknownContent
-)
 
 
 # --- tools ------------------------------------------------------------------------------------
@@ -410,116 +306,3 @@ class Completion:
     values: tuple[str, ...] = ()
     total: int | None = None
     has_more: bool = False
-
-
-# --- client-side features ----------------------------------------------------------------------
-
-
-@attrs.frozen
-class Root:
-    """A filesystem root the client exposes (``file://`` URI)."""
-
-    uri: str
-    name: str | None = None
-
-
-@attrs.frozen
-class SamplingMessage:
-    """One message of a sampling conversation."""
-
-    role: Role
-    content: ContentBlock
-
-
-@attrs.frozen
-class CreateMessageRequest:
-    """A server's ``sampling/createMessage`` request, handed to the sampling callback.
-
-    ``tools``, ``tool_choice``, ``model_preferences`` and ``metadata`` are kept as the
-    plain JSON the server sent.
-    """
-
-    messages: tuple[SamplingMessage, ...]
-    max_tokens: int
-    system_prompt: str | None = None
-    include_context: str | None = None
-    temperature: float | None = None
-    stop_sequences: tuple[str, ...] | None = None
-    metadata: dict[str, Any] | None = attrs.field(default=None, hash=False)
-    model_preferences: dict[str, Any] | None = attrs.field(default=None, hash=False)
-    tools: list[dict[str, Any]] | None = attrs.field(default=None, hash=False)
-    tool_choice: dict[str, Any] | None = attrs.field(default=None, hash=False)
-
-
-@attrs.frozen
-class CreateMessageResult:
-    """What the sampling callback returns: the model's reply."""
-
-    content: ContentBlock
-    model: str
-    role: Role = "assistant"
-    stop_reason: str | None = None
-
-    @classmethod
-    def from_text(
-        cls, text: str, *, model: str, stop_reason: str | None = "endTurn"
-    ) -> CreateMessageResult:
-        """Build a plain-text assistant reply."""
-        return cls(content=TextContent(text=text), model=model, stop_reason=stop_reason)
-
-
-@attrs.frozen
-class ElicitRequest:
-    """A server's ``elicitation/create`` request, handed to the elicitation callback.
-
-    ``mode="form"``: ask the user for the fields of ``requested_schema`` (a flat object
-    schema). ``mode="url"``: send the user to ``url`` (out-of-band interaction); answer
-    ``accept`` once they agreed to go, without content.
-    """
-
-    message: str
-    mode: Literal["form", "url"] = "form"
-    requested_schema: dict[str, Any] | None = attrs.field(default=None, hash=False)
-    url: str | None = None
-    elicitation_id: str | None = None
-
-
-@attrs.frozen
-class ElicitResult:
-    """What the elicitation callback returns."""
-
-    action: Literal["accept", "decline", "cancel"]
-    content: dict[str, Any] | None = attrs.field(default=None, hash=False)
-
-    @classmethod
-    def accept(cls, content: dict[str, Any] | None = None) -> ElicitResult:
-        """The user accepted (form mode: with the filled-in ``content``)."""
-        return cls(action="accept", content=content)
-
-    @classmethod
-    def decline(cls) -> ElicitResult:
-        """The user explicitly said no."""
-        return cls(action="decline")
-
-    @classmethod
-    def cancel(cls) -> ElicitResult:
-        """The user dismissed the request without choosing."""
-        return cls(action="cancel")
-
-
-@attrs.frozen
-class LoggingMessage:
-    """A ``notifications/message`` log record from the server."""
-
-    level: LoggingLevel
-    data: Any = attrs.field(default=None, hash=False)
-    logger: str | None = None
-
-
-@attrs.frozen
-class Progress:
-    """A ``notifications/progress`` update for one request."""
-
-    progress: float
-    total: float | None = None
-    message: str | None = None

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -55,6 +54,7 @@ from a2a_sync.types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
+from tests.support.ports import listening_socket
 
 CODECS = [V1_0, V0_3]
 STAMP = datetime(2026, 3, 12, 9, 30, 15, 123000, tzinfo=timezone.utc)
@@ -878,22 +878,19 @@ METHODS = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def echo_agent() -> Iterator[str]:
     import requests
 
-    port = _free_port()
+    listener = listening_socket()  # the agent serves this very socket: no port race
+    port = listener.getsockname()[1]
     process = subprocess.Popen(
-        [sys.executable, str(ECHO_AGENT), str(port)],
+        [sys.executable, str(ECHO_AGENT), str(port), str(listener.fileno())],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        pass_fds=(listener.fileno(),),
     )
+    listener.close()  # the child holds it now
     base = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + ECHO_START_TIMEOUT
     try:

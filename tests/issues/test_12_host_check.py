@@ -20,8 +20,9 @@ import requests
 from a2a_sync.server.app import A2AApplication
 from a2a_sync.types import AgentInterface
 from tests.server.agents import WAIT, EchoAgent, card
-from tests.server.test_serving import _free_port, _up
+from tests.server.test_serving import _up
 from tests.server.wsgi import call, rpc
+from tests.support.ports import listening_socket
 
 ROOT = Path(__file__).parents[2]
 GET_TASK = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
@@ -83,8 +84,8 @@ def test_allowed_hosts_replaces_the_default_and_star_accepts_any() -> None:
 
 
 def test_gunicorn_refuses_a_foreign_host(tmp_path: Path) -> None:
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
+    listener = listening_socket()  # gunicorn gets the socket itself: no port race
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     with (tmp_path / "gunicorn.err").open("wb") as err:
         process = subprocess.Popen(
             [
@@ -92,14 +93,16 @@ def test_gunicorn_refuses_a_foreign_host(tmp_path: Path) -> None:
                 "-m",
                 "gunicorn",
                 *("--worker-class", "gthread", "--workers", "1", "--threads", "8"),
-                *("--bind", f"127.0.0.1:{port}"),
+                *("--bind", f"fd://{listener.fileno()}"),
                 "tests.server.gunicorn_app:app",
             ],
             cwd=ROOT,
+            pass_fds=(listener.fileno(),),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=err,
         )
+    listener.close()  # the child holds it now
     try:
         deadline = time.monotonic() + 30
         while not _up(url):

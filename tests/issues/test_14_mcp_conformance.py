@@ -28,13 +28,13 @@ from a2a_sync.errors import (
     UnsupportedProtocolVersion,
 )
 from a2a_sync.mcp import (
-    ERA_CACHE,
     CallbackUnavailableWarning,
     ElicitRequest,
     ElicitResult,
     MCPConnection,
     eras,
 )
+from a2a_sync.mcp.eras import ERA_CACHE
 from a2a_sync.mcp.transports import ProcessTransport, Transport
 from a2a_sync.mcp.transports.http import StreamableHTTPTransport
 from a2a_sync.mcp.transports.legacy_sse import LegacySSETransport

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from a2a_sync.errors import ServerProcessError
-from a2a_sync.mcp import ERA_CACHE, MCPConnection
+from a2a_sync.mcp import MCPConnection
+from a2a_sync.mcp.eras import ERA_CACHE
 from a2a_sync.mcp.transports._stdio_text import (
     MAX_STDERR_LINE_BYTES,
     NOISE_FIRST_LINES,

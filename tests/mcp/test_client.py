@@ -33,7 +33,8 @@ from a2a_sync.errors import (
     ToolOutputError,
     ToolOutputParseError,
 )
-from a2a_sync.mcp import ERA_CACHE, MCPConnection
+from a2a_sync.mcp import MCPConnection
+from a2a_sync.mcp.eras import ERA_CACHE
 
 from .fake import FakeTransport, result
 from .peers import echo_argv

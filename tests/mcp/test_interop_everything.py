@@ -32,7 +32,6 @@ import pytest
 import requests
 
 from a2a_sync.mcp import (
-    ERA_CACHE,
     BlobResourceContents,
     CreateMessageRequest,
     CreateMessageResult,
@@ -50,6 +49,7 @@ from a2a_sync.mcp import (
     TextContent,
     TextResourceContents,
 )
+from a2a_sync.mcp.eras import ERA_CACHE
 
 from .peers.launch import EVERYTHING, everything_http
 

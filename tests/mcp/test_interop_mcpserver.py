@@ -33,7 +33,6 @@ import requests
 
 from a2a_sync.errors import Cancelled, ConfigurationError, DeadlineExceeded
 from a2a_sync.mcp import (
-    ERA_CACHE,
     BlobResourceContents,
     CreateMessageRequest,
     CreateMessageResult,
@@ -48,6 +47,7 @@ from a2a_sync.mcp import (
     TextResourceContents,
     ToolCall,
 )
+from a2a_sync.mcp.eras import ERA_CACHE
 
 from .peers.launch import MCPSERVER_PEER, mcpserver_http
 

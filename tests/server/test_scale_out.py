@@ -43,7 +43,8 @@ from a2a_sync.types import (
     TaskState,
     TaskStatusUpdateEvent,
 )
-from tests.server.test_serving import _free_port, _up
+from tests.server.test_serving import _up
+from tests.support.ports import SERVE_URL_LINE, listening_socket
 from tests.support.postgres import Cluster
 
 ROOT = Path(__file__).parents[2]
@@ -119,19 +120,21 @@ def agent_card() -> AgentCard:
 
 
 def worker_main(argv: list[str] | None = None) -> None:
-    """A worker: ``serve`` on ``--port`` with the PostgreSQL store at ``--database``."""
+    """A worker: ``serve`` on ``--port`` (default 0: the OS picks, the log line
+    ``serving ... on URL`` reports it) with the PostgreSQL store at ``--database``."""
     import logging
 
     from a2a_sync.server.serving import serve
     from a2a_sync.server.stores.postgres import PostgresTaskStore
 
     parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--database", required=True)
     parser.add_argument("--log", type=Path, required=True)
     parser.add_argument("--plain", action="store_true", help="serve(database=URL), defaults")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("a2a_sync.server.serving").setLevel(logging.INFO)  # reports the URL
     if args.plain:
         serve(ScaleAgent(args.log), port=args.port, card=agent_card(), database=args.database)
         return
@@ -173,17 +176,18 @@ class Worker:
 
 
 def start_workers(count: int, database: str, tmp: Path, *extra: str) -> list[Worker]:
-    workers = []
+    """``count`` workers on port 0 each; their URLs are what they report (no port race)."""
+    started = []
     for _ in range(count):
-        port = _free_port()
-        log, stderr = tmp / f"worker-{port}.log", tmp / f"worker-{port}.err"
+        name = f"worker-{uuid.uuid4().hex[:8]}"
+        log, stderr = tmp / f"{name}.log", tmp / f"{name}.err"
         with stderr.open("wb") as err:
             process = subprocess.Popen(
                 [
                     sys.executable,
                     "-c",
                     "from tests.server.test_scale_out import worker_main; worker_main()",
-                    *("--port", str(port), "--database", database, "--log", str(log)),
+                    *("--database", database, "--log", str(log)),
                     *extra,
                 ],
                 cwd=ROOT,
@@ -191,8 +195,15 @@ def start_workers(count: int, database: str, tmp: Path, *extra: str) -> list[Wor
                 stdout=subprocess.DEVNULL,
                 stderr=err,
             )
-        workers.append(Worker(f"http://127.0.0.1:{port}", log, process, stderr))
+        started.append((log, process, stderr))
     deadline = time.monotonic() + 30
+    workers = []
+    for log, process, stderr in started:
+        while (match := SERVE_URL_LINE.search(stderr.read_text(errors="replace"))) is None:
+            assert process.poll() is None, stderr.read_text()[-2000:]
+            assert time.monotonic() < deadline, "worker did not report its URL"
+            time.sleep(0.05)  # polling a starting subprocess's log; no event to wait on
+        workers.append(Worker(match.group(1), log, process, stderr))
     for worker in workers:
         while not _up(worker.url):
             assert worker.process.poll() is None, worker.stderr.read_text()[-2000:]
@@ -491,8 +502,8 @@ def test_gunicorn_gthread_workers_share_the_store_and_settle_it_on_exit(
             """
         )
     )
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
+    listener = listening_socket()  # gunicorn gets the socket itself: no port race
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     with (tmp_path / "gunicorn.err").open("wb") as err:
         process = subprocess.Popen(
             [
@@ -500,7 +511,7 @@ def test_gunicorn_gthread_workers_share_the_store_and_settle_it_on_exit(
                 "-m",
                 "gunicorn",
                 *("--worker-class", "gthread", "--workers", "2", "--threads", "40"),
-                *("--bind", f"127.0.0.1:{port}", "--graceful-timeout", "10"),
+                *("--bind", f"fd://{listener.fileno()}", "--graceful-timeout", "10"),
                 *("--pythonpath", str(tmp_path), "-c", str(tmp_path / "gunicorn.conf.py")),
                 "pg_gunicorn_app:app",
             ],
@@ -508,7 +519,9 @@ def test_gunicorn_gthread_workers_share_the_store_and_settle_it_on_exit(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=err,
+            pass_fds=(listener.fileno(),),
         )
+    listener.close()  # the child holds it now
     try:
         deadline = time.monotonic() + 30
         while not _up(url):

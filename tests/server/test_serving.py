@@ -25,6 +25,7 @@ from a2a_sync.server.push import PushSender
 from a2a_sync.server.serving import RunningServer, serve_in_thread
 from tests.server.agents import WAIT, EchoAgent, card
 from tests.server.webhook import WebhookReceiver, receiver
+from tests.support.ports import SERVE_URL_LINE
 
 hook = pytest.fixture(receiver)
 ROOT = Path(__file__).parents[2]
@@ -285,38 +286,54 @@ def test_push_notifications_are_delivered_with_auth_headers(hook: WebhookReceive
     sender.close(WAIT)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _start_serve(port: int, database: Path) -> subprocess.Popen[bytes]:
+def _start_serve(database: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """``serve`` in a subprocess on port 0, its stderr in ``log``; returns the process and
+    the URL it reported (no port is guessed: no race with other processes)."""
     script = textwrap.dedent(
         f"""
+        import logging
         import attrs
         from a2a_sync.server.serving import serve
         from tests.server.agents import EchoAgent, card
-        serve(EchoAgent(), port={port}, card=attrs.evolve(card(), supported_interfaces=[]),
+        logging.basicConfig(level=logging.INFO, format="%(message)s")
+        serve(EchoAgent(), port=0, card=attrs.evolve(card(), supported_interfaces=[]),
               database={str(database)!r}, grace=2.0)
         """
     )
-    return subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stderr=subprocess.PIPE)
+    with log.open("wb") as err:
+        process = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stderr=err)
+    return process, _reported_url(process, log)
+
+
+def _reported_url(process: subprocess.Popen[bytes], log: Path) -> str:
+    """The URL a2a_sync's ``serve`` logged once it listens (bounded wait)."""
+    found: list[str] = []
+
+    def reported() -> bool:
+        match = SERVE_URL_LINE.search(log.read_text(errors="replace"))
+        if match is not None:
+            found.append(match.group(1))
+        return bool(found) or process.poll() is not None
+
+    assert wait_until(reported, 30), "serve did not report its URL"
+    assert found, f"serve exited with {process.returncode}: {_tail(log)}"
+    return found[0]
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-2000:]
 
 
 def test_serve_stops_on_sigterm_and_a_restart_keeps_finished_tasks(tmp_path: Path) -> None:
     database = tmp_path / "tasks.sqlite3"
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    process = _start_serve(port, database)
+    log = tmp_path / "serve.err"
+    process, url = _start_serve(database, log)
     try:
         assert wait_until(lambda: _up(url), 20)
         task = post(url, send_body("hello")).json()["result"]["task"]
         process.send_signal(signal.SIGTERM)
-        assert process.wait(20) == 0, process.communicate()[1].decode()[-2000:]
-        assert process.stderr is not None
-        process.stderr.close()
-        process = _start_serve(port, database)
+        assert process.wait(20) == 0, _tail(log)
+        process, url = _start_serve(database, log)
         assert wait_until(lambda: _up(url), 20)
         got = post(
             url, {"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task["id"]}}
@@ -327,8 +344,6 @@ def test_serve_stops_on_sigterm_and_a_restart_keeps_finished_tasks(tmp_path: Pat
         if process.poll() is None:
             os.kill(process.pid, signal.SIGTERM)
             process.wait(20)
-        if process.stderr is not None:
-            process.stderr.close()
 
 
 def _up(url: str) -> bool:

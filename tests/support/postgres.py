@@ -29,7 +29,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -40,6 +39,8 @@ from typing import NoReturn
 
 import attrs
 import pytest
+
+from tests.support.ports import probe_port
 
 __all__ = [
     "Cluster",
@@ -65,6 +66,8 @@ MAX_CONNECTIONS = 300
 SUPERUSER = "postgres"
 _DISTRIBUTION_DIRS = "/usr/lib/postgresql"
 _TAIL = 3000  # characters of the server log quoted in errors
+#: Starts on another port when the probed one was taken meanwhile (the server says so).
+_START_ATTEMPTS = 3
 
 
 class PostgresUnavailable(RuntimeError):
@@ -126,13 +129,6 @@ def find_binaries() -> Path:
         f"{BIN_VARIABLE}, PATH and {_DISTRIBUTION_DIRS}/*/bin); install them, e.g. "
         "`apt-get install -y postgresql` on Debian/Ubuntu"
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _run_as() -> tuple[int, int] | None:
@@ -201,35 +197,44 @@ def postgres_cluster(*, durable: bool = False) -> Iterator[Cluster]:
         )
         if initdb.returncode != 0:
             raise RuntimeError(f"initdb failed: {initdb.stderr.decode(errors='replace')[-_TAIL:]}")
-        port = _free_port()
         settings = [
             f"max_connections={MAX_CONNECTIONS}",
             "unix_socket_permissions=0777",
         ]
         if not durable:
             settings += ["fsync=off", "synchronous_commit=off", "full_page_writes=off"]
-        with log.open("wb") as log_file:
-            process = subprocess.Popen(
-                [
-                    str(bindir / "postgres"),
-                    "-D",
-                    str(data),
-                    "-k",
-                    str(root),
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    str(port),
-                    *itertools.chain.from_iterable(("-c", s) for s in settings),
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                cwd=root,
-                **user,  # type: ignore[arg-type]
-            )
-        cluster = Cluster(str(root), port, str(data), process.pid)
-        _wait_ready(cluster, process, log)
+        # PostgreSQL can neither bind port 0 nor take a socket: a probed port may be taken
+        # before the server binds it, which the server reports; then start again.
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            port = probe_port()
+            with log.open("wb") as log_file:
+                process = subprocess.Popen(
+                    [
+                        str(bindir / "postgres"),
+                        "-D",
+                        str(data),
+                        "-k",
+                        str(root),
+                        "-h",
+                        "127.0.0.1",
+                        "-p",
+                        str(port),
+                        *itertools.chain.from_iterable(("-c", s) for s in settings),
+                    ],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                    cwd=root,
+                    **user,  # type: ignore[arg-type]
+                )
+            cluster = Cluster(str(root), port, str(data), process.pid)
+            try:
+                _wait_ready(cluster, process, log)
+                break
+            except RuntimeError:
+                if attempt == _START_ATTEMPTS or "already in use" not in _tail(log):
+                    raise
+                _stop(process)
         yield cluster
     finally:
         if process is not None:

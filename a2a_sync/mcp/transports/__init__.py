@@ -99,6 +99,14 @@ class Outgoing:
         self.request_id = request_id
         self.headers = headers
 
+    @classmethod
+    def of(cls, message: dict[str, Any]) -> Outgoing:
+        """The context of ``message`` as its shape tells it, with no protocol headers."""
+        method = message.get("method")
+        if method is None:
+            return cls("response", None, message.get("id"), {})
+        return cls("request" if "id" in message else "notification", method, message.get("id"), {})
+
     def __repr__(self) -> str:
         return f"Outgoing({self.kind!r}, {self.method!r}, id={self.request_id!r})"
 

@@ -23,16 +23,27 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
-from ..._net.http import StreamResponse
-from ...errors import Cancelled, ConnectionLost, ProtocolError, SessionExpired, excerpt
+from ..._net import jsonrpc as _jsonrpc
+from ..._net.http import HTTPTransport, StreamResponse
+from ...errors import (
+    Cancelled,
+    ConnectionLost,
+    ProtocolError,
+    SessionExpired,
+    TransportError,
+    excerpt,
+)
+from ...policies import Timeout
+from . import Outgoing
 from ._httpbase import (
     ACCEPT_BOTH,
     ERROR_BODY_LIMIT,
     EVENT_STREAM_TYPE,
     JSON_TYPE,
     SESSION_HEADER,
+    Endpoint,
     decode_messages,
     error_object,
     session_unknown,
@@ -41,7 +52,7 @@ from ._httpbase import (
 from ._session import LegacySession
 from ._streams import Exchange, Link, resume
 
-__all__ = ["REISSUABLE", "RequestPoster", "new_id"]
+__all__ = ["REISSUABLE", "RequestPoster", "new_id", "post_ack"]
 
 logger = logging.getLogger(__name__)
 
@@ -242,3 +253,59 @@ class RequestPoster:
         # id may be null when the server could not read ours): the request's answer.
         exchange.take({"jsonrpc": "2.0", "id": exchange.wire_id, "error": error})
         return _DONE
+
+
+def post_ack(
+    http: HTTPTransport,
+    endpoint: Endpoint,
+    session: str | None,
+    sent: tuple[dict[str, Any], Outgoing],
+    timeout: Timeout,
+) -> None:
+    """POST a message that needs only an acknowledgement (a notification, a reply to a
+    server request) on the caller's thread, so such messages reach the server in order.
+
+    Raises:
+        SessionExpired: The server no longer knows ``session``.
+        HTTPStatusError: The server refused the message.
+        TransportError: The POST failed (redacted: no secret URL in it).
+    """
+    message, context = sent
+    attempt = 1
+    while True:
+        headers = endpoint.headers(ACCEPT_BOTH)
+        headers["Content-Type"] = JSON_TYPE
+        headers.update(context.headers)
+        if session is not None and "Mcp-Method" not in context.headers:
+            headers[SESSION_HEADER] = session
+        try:
+            result = http.request(
+                "POST",
+                endpoint.url,
+                body=_jsonrpc.encode(message),
+                headers=headers,
+                timeout=timeout,
+                max_response_bytes=ERROR_BODY_LIMIT,
+            )
+        except TransportError as exc:
+            raise endpoint.redact(exc) from None
+        # A 401/403 challenge the authorization answers (a fresh or stepped-up token) is
+        # sent again; the authorization bounds the attempts.
+        if result.status in (401, 403) and endpoint.challenged(
+            result.status, result.headers, headers.get("Authorization"), attempt
+        ):
+            attempt += 1
+            continue
+        break
+    if result.ok:
+        return
+    if session is not None and session_unknown(result.status, result.content):
+        raise SessionExpired(f"MCP server at {endpoint.name} no longer knows the MCP session")
+    raise status_error(
+        "POST",
+        endpoint.name,
+        result.status,
+        result.content,
+        headers=result.headers,
+        content_type=result.content_type,
+    )

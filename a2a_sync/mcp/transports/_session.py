@@ -20,9 +20,14 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..._net import jsonrpc as _jsonrpc
+from ..._net.http import HTTPTransport
 from ...errors import A2ASyncError, excerpt
+from ...policies import RetryPolicy, Timeout
 from . import Outgoing
 from ._httpbase import (
+    ACCEPT_BOTH,
+    DELETE_TIMEOUT,
+    ERROR_BODY_LIMIT,
     EVENT_STREAM_TYPE,
     PROTOCOL_HEADER,
     SESSION_HEADER,
@@ -177,3 +182,30 @@ class LegacySession:
                         exc,
                     )
             return True
+
+    def end(self, http: HTTPTransport, endpoint: Endpoint, name: str) -> None:
+        """``DELETE`` the session on ``endpoint`` (close): bounded, best effort; a server
+        that does not let clients end sessions (405) or is gone is only logged."""
+        session = self.id
+        if session is None:
+            return
+        headers = endpoint.headers(ACCEPT_BOTH)
+        headers[SESSION_HEADER] = session
+        if self.protocol_version is not None:
+            headers[PROTOCOL_HEADER] = self.protocol_version
+        try:
+            result = http.request(
+                "DELETE",
+                endpoint.url,
+                headers=headers,
+                timeout=Timeout(connect=DELETE_TIMEOUT, read=DELETE_TIMEOUT, total=DELETE_TIMEOUT),
+                retry=RetryPolicy.none(),
+                max_response_bytes=ERROR_BODY_LIMIT,
+            )
+        except A2ASyncError as exc:
+            logger.debug("%s: ending the session failed: %s", name, exc)
+            return
+        if result.status == 405:
+            logger.debug("%s does not let clients end sessions (405)", name)
+        elif not result.ok:
+            logger.debug("%s answered the session DELETE with HTTP %s", name, result.status)

@@ -18,11 +18,14 @@
 from __future__ import annotations
 
 import codecs
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Final
+from typing import Any, Final
+
+from ...errors import A2ASyncError, ConnectionClosed, ResponseTooLarge, excerpt
 
 __all__ = [
     "MAX_STDERR_LINE_BYTES",
@@ -30,7 +33,12 @@ __all__ = [
     "LineSplitter",
     "NoiseLimiter",
     "StderrRelay",
+    "discard",
+    "read_messages",
 ]
+
+#: The stdio transport's logger: these messages are about its pipes.
+logger = logging.getLogger("a2a_sync.mcp.transports.stdio")
 
 #: Longest stderr line forwarded (bytes); longer lines are cut with a marker.
 MAX_STDERR_LINE_BYTES: Final = 1024 * 1024
@@ -224,3 +232,61 @@ class StderrRelay:
             len(held),
             collapse,
         )
+
+
+#: Bytes read from a pipe at a time (lines are reassembled across reads).
+READ_BYTES: Final = 64 * 1024
+
+
+def discard(readline: Callable[[int], bytes]) -> None:
+    """Read and drop everything until EOF (or until the pipe is closed under us)."""
+    try:
+        while readline(READ_BYTES):
+            pass
+    except (OSError, ValueError):
+        return
+
+
+def read_messages(
+    readline: Callable[[int], bytes],
+    max_line: int,
+    deliver: Callable[[dict[str, Any]], None],
+    noise: NoiseLimiter,
+    name: str,
+) -> A2ASyncError | None:
+    """Read JSON lines from a server's stdout until EOF and ``deliver`` every object; a
+    line that is not a JSON object is noise (counted, never fatal). The top of a reader
+    thread.
+
+    Returns:
+        ``None`` at EOF (or when the pipe was closed under us), else the error that ends
+        the connection: ``ResponseTooLarge`` for a line over ``max_line`` bytes,
+        ``ConnectionClosed`` if reading failed unexpectedly.
+    """
+    limit = max_line + 1
+    loads = json.loads
+    try:
+        while True:
+            line = readline(limit)
+            if not line:
+                return None
+            if len(line) == limit and not line.endswith(b"\n"):
+                return ResponseTooLarge(
+                    f"{name} wrote a line over {max_line} bytes", url=name, limit=max_line
+                )
+            try:
+                message = loads(line)
+            except ValueError:
+                if line.strip():
+                    noise.noise("a stdout line that is not JSON", excerpt(line))
+                continue
+            if type(message) is dict:
+                deliver(message)
+            else:
+                noise.noise("JSON that is not an object", excerpt(line))
+    except (OSError, ValueError) as exc:  # pipe closed under us by close()
+        logger.debug("stdout of %s: %s", name, exc)
+        return None
+    except Exception:  # top of the reader thread: keep the session from hanging
+        logger.exception("MCP stdio reader for %s failed", name)
+        return ConnectionClosed(f"reading from {name} failed")

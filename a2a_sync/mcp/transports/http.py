@@ -2,7 +2,7 @@
 
 Every client message is its own POST (``Accept: application/json, text/event-stream``).
 
-* **Requests** are POSTed by a worker thread (:class:`~._httpbase.Workers`,
+* **Requests** are POSTed by a worker thread (:class:`~._workers.Workers`,
   :class:`~._request.RequestPoster`), which reads the answer — one JSON object, or an
   event stream carrying notifications and server requests before the response — and
   hands every message to the session as soon as it arrives. ``send`` returns at once, so
@@ -46,46 +46,36 @@ neither they nor the session id are logged or shown in a repr.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 from typing import Any, Final
 
-from ... import _constants as C
-from ..._net import jsonrpc as _jsonrpc
 from ..._net.http import HTTPTransport
-from ..._net.sse_decoder import DEFAULT_MAX_EVENT_BYTES
 from ...errors import (
     A2ASyncError,
     Cancelled,
     ConnectionClosed,
-    SessionExpired,
     TransportError,
 )
-from ...policies import ReconnectPolicy, RetryPolicy, Timeout
+from ...policies import ReconnectPolicy, Timeout
 from . import MessageSink, Outgoing, RequestId
 from ._fallback import SSEFallback
 from ._httpbase import (
-    ACCEPT_BOTH,
     ACK_TIMEOUT,
-    CONNECT_TIMEOUT,
     DEFAULT_READ_TIMEOUT,
     DELETE_TIMEOUT,
-    ERROR_BODY_LIMIT,
-    JSON_TYPE,
-    PROTOCOL_HEADER,
-    SESSION_HEADER,
     THREAD_JOIN_TIMEOUT,
-    AuthSource,
     Endpoint,
-    Workers,
-    session_unknown,
-    status_error,
 )
-from ._request import RequestPoster, new_id
+from ._listener import Listener
+from ._request import RequestPoster, new_id, post_ack
 from ._session import LegacySession
-from ._streams import Exchange, Link, Listener
+from ._streams import Exchange, Link
+from ._workers import Workers
 from .legacy_sse import LegacySSETransport
+from .options import HTTPOptions
 
 __all__ = ["StreamableHTTPTransport"]
 
@@ -104,18 +94,10 @@ class StreamableHTTPTransport:
 
     Args:
         url: The MCP endpoint (``http://127.0.0.1:8000/mcp``).
-        headers: Extra headers for every request.
-        auth: Bearer token, or a callable returning the current one (called per request).
-        connect_timeout: Seconds to connect.
-        read_timeout: Longest silence on a response (headers or stream) before it counts
-            as dead.
+        options: Headers, credentials, timeouts, TLS and size caps
+            (:class:`~.options.HTTPOptions`; ``read_timeout`` ``None`` means 300 s here).
         reconnect_policy: Delays and attempts for resuming a response stream and for
             re-opening the GET stream (the server's ``retry:`` is the base delay).
-        max_event_bytes: Cap on one event of a response stream.
-        max_response_bytes: Cap on a JSON response body.
-        verify: TLS verification, as in requests.
-        cert: Client certificate, as in requests.
-        trust_env: Take proxies and the CA bundle from the environment.
         fallback_to_sse: Retry a refused ``initialize`` on the HTTP+SSE transport.
 
     Raises:
@@ -127,30 +109,26 @@ class StreamableHTTPTransport:
     def __init__(
         self,
         url: str,
+        options: HTTPOptions | None = None,
         *,
-        headers: Mapping[str, str] | None = None,
-        auth: AuthSource | None = None,
-        connect_timeout: float = CONNECT_TIMEOUT,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
         reconnect_policy: ReconnectPolicy | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        max_response_bytes: int = C.DEFAULT_MAX_RESPONSE_BYTES,
-        verify: bool | str = True,
-        cert: str | tuple[str, str] | None = None,
-        trust_env: bool = True,
         fallback_to_sse: bool = True,
     ) -> None:
-        endpoint = Endpoint(url, headers=headers, auth=auth)
+        opts = options or HTTPOptions()
+        connect_timeout = opts.connect_timeout
+        read_timeout = DEFAULT_READ_TIMEOUT if opts.read_timeout is None else opts.read_timeout
+        max_event_bytes = opts.max_event_bytes
+        endpoint = Endpoint(url, headers=opts.headers, auth=opts.auth)
         self._endpoint = endpoint
         self.name = f"MCP server at {endpoint.name}"
         open_timeout = Timeout(connect=connect_timeout, read=read_timeout, total=None)
         self._ack_timeout = Timeout(connect=connect_timeout, read=ACK_TIMEOUT, total=ACK_TIMEOUT)
         self._http = HTTPTransport(
             timeout=open_timeout,
-            max_response_bytes=max_response_bytes,
-            verify=verify,
-            cert=cert,
-            trust_env=trust_env,
+            max_response_bytes=opts.max_response_bytes,
+            verify=opts.verify,
+            cert=opts.cert,
+            trust_env=opts.trust_env,
         )
         self._link = Link(
             endpoint,
@@ -232,7 +210,7 @@ class StreamableHTTPTransport:
             delegate.send(message, context)
             return
         if context is None:
-            context = _context_of(message)
+            context = Outgoing.of(message)
         self._session.remember(message, context)
         if context.kind != "request":
             self._post_ack(message, context)
@@ -289,7 +267,7 @@ class StreamableHTTPTransport:
             if delegate is not None:
                 delegate.close()  # reports the end to the session itself
             else:
-                self._delete_session()
+                self._session.end(self._http, self._endpoint, self.name)
             self._http.close()
             self._workers.close()
             for listener in listeners:
@@ -360,50 +338,19 @@ class StreamableHTTPTransport:
 
     # --- notifications, replies, the GET stream, DELETE ------------------------------------------
 
-    def _post_ack(self, message: dict[str, Any], context: Outgoing, attempt: int = 1) -> None:
-        headers = self._endpoint.headers(ACCEPT_BOTH)
-        headers["Content-Type"] = JSON_TYPE
-        headers.update(context.headers)
-        session = self._session.id
-        if session is not None and "Mcp-Method" not in context.headers:
-            headers[SESSION_HEADER] = session
+    def _post_ack(self, message: dict[str, Any], context: Outgoing) -> None:
         if self._closing:
             raise ConnectionClosed(f"MCP connection to {self.name} is closed")
         try:
-            result = self._http.request(
-                "POST",
-                self._endpoint.url,
-                body=_jsonrpc.encode(message),
-                headers=headers,
-                timeout=self._ack_timeout,
-                max_response_bytes=ERROR_BODY_LIMIT,
+            post_ack(
+                self._http, self._endpoint, self._session.id, (message, context), self._ack_timeout
             )
-        except TransportError as exc:
-            if isinstance(exc, Cancelled) and self._closing:
+        except Cancelled:
+            if self._closing:
                 raise ConnectionClosed(f"MCP connection to {self.name} is closed") from None
-            raise self._endpoint.redact(exc) from None
-        if result.status in (401, 403) and self._endpoint.challenged(
-            result.status, result.headers, headers.get("Authorization"), attempt
-        ):
-            self._post_ack(message, context, attempt + 1)  # the auth bounds the attempts
-            return
-        if result.ok:
-            if context.method == "notifications/initialized":
-                self._listen()
-            return
-        if session is not None and session_unknown(result.status, result.content):
-            raise SessionExpired(f"{self.name} no longer knows the MCP session")
-        raise status_error(
-            "POST",
-            self._endpoint.name,
-            result.status,
-            result.content,
-            headers=result.headers,
-            content_type=result.content_type,
-        )
-
-    def _get_headers(self) -> dict[str, str]:
-        return self._session.get_headers(self._endpoint)
+            raise
+        if context.method == "notifications/initialized":
+            self._listen()
 
     def _listen(self) -> None:
         """Open the GET stream for server-initiated messages (replacing an old one)."""
@@ -412,7 +359,7 @@ class StreamableHTTPTransport:
         listener = Listener(
             self._link,
             sink,
-            self._get_headers,
+            functools.partial(self._session.get_headers, self._endpoint),
             name=f"a2a-sync-mcp-http-get-{self._session.generation}",
         )
         with self._lock:
@@ -424,31 +371,6 @@ class StreamableHTTPTransport:
         if old is not None:
             old.halt()
         listener.start()
-
-    def _delete_session(self) -> None:
-        session = self._session.id
-        if session is None:
-            return
-        headers = self._endpoint.headers(ACCEPT_BOTH)
-        headers[SESSION_HEADER] = session
-        if self._session.protocol_version is not None:
-            headers[PROTOCOL_HEADER] = self._session.protocol_version
-        try:
-            result = self._http.request(
-                "DELETE",
-                self._endpoint.url,
-                headers=headers,
-                timeout=Timeout(connect=DELETE_TIMEOUT, read=DELETE_TIMEOUT, total=DELETE_TIMEOUT),
-                retry=RetryPolicy.none(),
-                max_response_bytes=ERROR_BODY_LIMIT,
-            )
-        except A2ASyncError as exc:
-            logger.debug("%s: ending the session failed: %s", self.name, exc)
-            return
-        if result.status == 405:
-            logger.debug("%s does not let clients end sessions (405)", self.name)
-        elif not result.ok:
-            logger.debug("%s answered the session DELETE with HTTP %s", self.name, result.status)
 
     # --- HTTP+SSE fallback -----------------------------------------------------------------------
 
@@ -476,11 +398,3 @@ class StreamableHTTPTransport:
                 return
             self._reported = True
         self._sink.transport_closed(error)
-
-
-def _context_of(message: dict[str, Any]) -> Outgoing:
-    method = message.get("method")
-    if method is None:
-        return Outgoing("response", None, message.get("id"), {})
-    kind = "request" if "id" in message else "notification"
-    return Outgoing(kind, method, message.get("id"), {})

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 from typing import Any, Final
 from urllib.parse import urljoin
 
-from ... import _constants as C
 from ..._net import jsonrpc as _jsonrpc
 from ..._net.http import HTTPTransport, StreamResponse
 from ..._net.sse_decoder import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
@@ -45,13 +44,13 @@ from ._httpbase import (
     EVENT_STREAM_TYPE,
     JSON_TYPE,
     THREAD_JOIN_TIMEOUT,
-    AuthSource,
     Endpoint,
     decode_messages,
     pump,
     redacted,
     status_error,
 )
+from .options import HTTPOptions
 
 __all__ = ["ENDPOINT_TIMEOUT", "LegacySSETransport"]
 
@@ -70,17 +69,11 @@ class LegacySSETransport:
 
     Args:
         url: The SSE endpoint (python-sdk servers: ``http://host:port/sse``).
-        headers: Extra headers for every request.
-        auth: Bearer token, or a callable returning it (called per request).
-        connect_timeout: Seconds to connect.
-        read_timeout: Longest silence on the event stream before it counts as dead
-            (``None``: wait forever; the stream IS the session, so an idle timeout would
-            end an idle connection).
+        options: Headers, credentials, timeouts, TLS and size caps
+            (:class:`~.options.HTTPOptions`). ``read_timeout`` is the longest silence on
+            the event stream before it counts as dead (``None``: wait forever; the stream
+            IS the session, so an idle timeout would end an idle connection).
         endpoint_timeout: Seconds to wait for the ``endpoint`` event.
-        max_event_bytes: Cap on one event.
-        verify: TLS verification, as in requests.
-        cert: Client certificate, as in requests.
-        trust_env: Take proxies and the CA bundle from the environment.
     """
 
     wants_context = False
@@ -90,35 +83,28 @@ class LegacySSETransport:
     def __init__(
         self,
         url: str,
+        options: HTTPOptions | None = None,
         *,
-        headers: Mapping[str, str] | None = None,
-        auth: AuthSource | None = None,
-        connect_timeout: float = CONNECT_TIMEOUT,
-        read_timeout: float | None = None,
         endpoint_timeout: float = ENDPOINT_TIMEOUT,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        max_response_bytes: int = C.DEFAULT_MAX_RESPONSE_BYTES,
-        verify: bool | str = True,
-        cert: str | tuple[str, str] | None = None,
-        trust_env: bool = True,
     ) -> None:
-        endpoint = Endpoint(url, headers=headers, auth=auth)
+        opts = options or HTTPOptions()
+        endpoint = Endpoint(url, headers=opts.headers, auth=opts.auth)
         http = HTTPTransport(
-            timeout=Timeout(connect=connect_timeout, read=ACK_TIMEOUT, total=ACK_TIMEOUT),
-            max_response_bytes=max_response_bytes,
-            verify=verify,
-            cert=cert,
-            trust_env=trust_env,
+            timeout=Timeout(connect=opts.connect_timeout, read=ACK_TIMEOUT, total=ACK_TIMEOUT),
+            max_response_bytes=opts.max_response_bytes,
+            verify=opts.verify,
+            cert=opts.cert,
+            trust_env=opts.trust_env,
         )
         self._setup(
             endpoint,
             http,
             owns_http=True,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
+            connect_timeout=opts.connect_timeout,
+            read_timeout=opts.read_timeout,
             endpoint_timeout=endpoint_timeout,
         )
-        self._max_event_bytes = max_event_bytes
+        self._max_event_bytes = opts.max_event_bytes
 
     @classmethod
     def borrowing(

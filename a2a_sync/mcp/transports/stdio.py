@@ -30,32 +30,36 @@ kill is not implemented (grandchildren of a wrapper may survive there).
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import io
-import json
+import functools
 import logging
 import os
-import select
-import signal
 import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import IO, Any, Final, cast
+from typing import IO, Any, Final
 
 from ..._net import jsonrpc as _jsonrpc
 from ...errors import (
     A2ASyncError,
     ConfigurationError,
     ConnectionClosed,
-    ResponseTooLarge,
     ServerProcessError,
-    excerpt,
 )
 from . import MessageSink, Outgoing, RequestId
-from ._stdio_text import LineSplitter, NoiseLimiter, StderrRelay, tail_line
+from ._process import (
+    DEFAULT_INHERITED_ENV_VARS,
+    FORCE_KILL_TIMEOUT,
+    KILL_REAP_TIMEOUT,
+    PROCESS_TERMINATION_TIMEOUT,
+    default_environment,
+    escalate,
+    kill_stragglers,
+    shutdown_waits,
+    signal_group,
+)
+from ._stdio_stderr import LOG, StderrChannel
+from ._stdio_text import NoiseLimiter, discard, read_messages
 
 __all__ = [
     "DEFAULT_INHERITED_ENV_VARS",
@@ -67,72 +71,16 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-#: Where ``stderr="log"`` sends the server's stderr lines (INFO level).
-stderr_logger = logging.getLogger(__name__ + ".stderr")
 
-#: Environment variables a server inherits by default; everything else (API keys,
-#: cloud credentials) must be passed explicitly with ``env=`` (same list as python-sdk).
-DEFAULT_INHERITED_ENV_VARS: Final[tuple[str, ...]] = (
-    (
-        "APPDATA",
-        "HOMEDRIVE",
-        "HOMEPATH",
-        "LOCALAPPDATA",
-        "PATH",
-        "PATHEXT",
-        "PROCESSOR_ARCHITECTURE",
-        "SYSTEMDRIVE",
-        "SYSTEMROOT",
-        "TEMP",
-        "USERNAME",
-        "USERPROFILE",
-    )
-    if sys.platform == "win32"
-    else ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
-)
-#: SIGKILL where it exists (Windows has only TerminateProcess, spelled SIGTERM here).
-_KILL_SIGNAL: Final = getattr(signal, "SIGKILL", signal.SIGTERM)
-#: Grace period for the server to exit on its own after its stdin closes (MCP lifecycle).
-PROCESS_TERMINATION_TIMEOUT: Final = 2.0
-#: Time between SIGTERM and SIGKILL for a server that lingers.
-FORCE_KILL_TIMEOUT: Final = 2.0
-#: Time for the kernel to reap a SIGKILLed process; only an unkillable one runs this out.
-_KILL_REAP_TIMEOUT: Final = 2.0
-#: Time for group members left behind by an exited server to die after SIGTERM.
-_STRAGGLER_TIMEOUT: Final = 0.5
 #: How long a writer blocked on a full stdin pipe may hold up ``close()``.
 _WRITER_LOCK_TIMEOUT: Final = 0.5
 #: After the server exits, how long to keep reading stdout for answers it wrote first.
 _EXIT_DRAIN_TIMEOUT: Final = 0.5
 #: How long ``close()`` waits for each pipe thread to finish.
 _THREAD_JOIN_TIMEOUT: Final = 2.0
-#: Shortest wait between SIGTERM and SIGKILL, even when a connect's budget is spent.
-_MIN_KILL_WAIT: Final = 0.2
-#: How long releasing held stderr lines waits for what is still in the pipe.
-_STDERR_SETTLE_TIMEOUT: Final = 0.5
-#: Polling step while waiting for a process group to empty.
-_GROUP_POLL_INTERVAL: Final = 0.01
 #: Longest JSON line accepted from the server (64 MiB: a big embedded resource fits;
 #: a server that never writes a newline cannot exhaust memory).
 DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
-#: Bytes read from stderr at a time (lines are reassembled across reads).
-_STDERR_READ_BYTES: Final = 64 * 1024
-#: Lines of stderr kept for error messages.
-_STDERR_TAIL_LINES: Final = 20
-
-_LOG: Final = "log"
-
-
-def default_environment(
-    inherit: Iterable[str] = DEFAULT_INHERITED_ENV_VARS,
-) -> dict[str, str]:
-    """The allow-listed part of this process's environment (shell functions dropped)."""
-    env: dict[str, str] = {}
-    for key in inherit:
-        value = os.environ.get(key)
-        if value is not None and not value.startswith("()"):
-            env[key] = value
-    return env
 
 
 class StdioTransport:
@@ -140,7 +88,7 @@ class StdioTransport:
 
     Thread-safe: any thread may ``send``; ``close`` may be called from any thread, any
     number of times. Normally created by :meth:`MCPConnection.stdio
-    <a2a_sync.mcp.client.MCPConnection.stdio>`.
+    <a2a_sync.mcp.connection.MCPConnection.stdio>`.
 
     Args:
         argv: Program and arguments (``["python", "server.py"]``); never run by a shell.
@@ -164,7 +112,7 @@ class StdioTransport:
         *,
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
-        stderr: Any = _LOG,
+        stderr: Any = LOG,
         inherit_env: Iterable[str] = DEFAULT_INHERITED_ENV_VARS,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         terminate_timeout: float = PROCESS_TERMINATION_TIMEOUT,
@@ -177,7 +125,7 @@ class StdioTransport:
         self.name = "stdio server " + " ".join(self.argv)[:200]
         self.era_key = ("stdio", tuple(self.argv), self.cwd)
         self._env = {**default_environment(inherit_env), **(env or {})}
-        self._stderr_target = stderr
+        self._stderr_to = stderr
         self._max_line = max_line_bytes
         self._terminate_timeout = terminate_timeout
         self._kill_timeout = kill_timeout
@@ -191,15 +139,11 @@ class StdioTransport:
         self._exited = threading.Event()
         self._reader_done = threading.Event()
         self._close_done = threading.Event()
-        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL_LINES)
         self._threads: list[threading.Thread] = []
         self._stdin: IO[bytes] | None = None
         self._noise = NoiseLimiter(logger, self.name)
-        self._relay = StderrRelay(
-            self._forward_stderr, stderr_logger, self.name, collapsible=stderr == _LOG
-        )
+        self._stderr = StderrChannel(stderr, self.name, lambda: self.pid)
         self._shutdown_limit: float | None = None
-        self._stderr_idle = threading.Event()
 
     @property
     def pid(self) -> int | None:
@@ -214,7 +158,7 @@ class StdioTransport:
     @property
     def stderr_tail(self) -> str:
         """The last lines the server wrote to stderr."""
-        return "\n".join(self._stderr_tail)
+        return self._stderr.tail
 
     @property
     def stdout_noise(self) -> str | None:
@@ -223,32 +167,16 @@ class StdioTransport:
 
     def hold_stderr(self) -> None:
         """Hold stderr lines (while the era probe runs) until :meth:`release_stderr`."""
-        self._relay.hold()
+        self._stderr.hold()
 
     def release_stderr(self, collapse: str | None) -> None:
         """Forward the held stderr lines, or (``collapse``: what the server refused)
         summarise them in one line and log them at DEBUG.
 
         What the server wrote to stderr before its last answer may still be in the pipe:
-        it is read first (bounded by :data:`_STDERR_SETTLE_TIMEOUT`)."""
-        if collapse is not None:
-            deadline = time.monotonic() + _STDERR_SETTLE_TIMEOUT
-            while not self._stderr_settled() and time.monotonic() < deadline:
-                time.sleep(_GROUP_POLL_INTERVAL)
-        self._relay.release(collapse)
-
-    def _stderr_settled(self) -> bool:
-        """True when the drain thread waits for data and the pipe has none for it."""
+        it is read first (bounded by :data:`._stdio_stderr.SETTLE_TIMEOUT`)."""
         proc = self._proc
-        if proc is None or proc.stderr is None or not self._stderr_idle.is_set():
-            return proc is None or proc.stderr is None
-        if os.name != "posix":
-            return True
-        try:
-            readable, _, _ = select.select([proc.stderr], [], [], 0)
-        except (OSError, ValueError):
-            return True  # closed
-        return not readable
+        self._stderr.release(collapse, proc.stderr if proc is not None else None)
 
     def limit_shutdown(self, seconds: float) -> None:
         """Bound the next :meth:`close` to about ``seconds`` (a failed connect's budget):
@@ -271,7 +199,7 @@ class StdioTransport:
                 self.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL if self._stderr_target is None else subprocess.PIPE,
+                stderr=subprocess.DEVNULL if self._stderr_to is None else subprocess.PIPE,
                 env=self._env,
                 cwd=self.cwd,
                 start_new_session=posix,
@@ -328,7 +256,7 @@ class StdioTransport:
             return
         if not first:
             self._close_done.wait(
-                self._terminate_timeout + self._kill_timeout + _KILL_REAP_TIMEOUT + 1
+                self._terminate_timeout + self._kill_timeout + KILL_REAP_TIMEOUT + 1
             )
             return
         try:
@@ -354,19 +282,11 @@ class StdioTransport:
         finally:
             if acquired:
                 self._write_lock.release()
-        grace, kill_wait = self._terminate_timeout, self._kill_timeout
-        if self._shutdown_limit is not None:
-            grace = min(grace, self._shutdown_limit / 2)
-            kill_wait = min(kill_wait, max(self._shutdown_limit / 2, _MIN_KILL_WAIT))
-        if not self._exited.wait(grace):
-            logger.info("%s did not exit after stdin closed; sending SIGTERM", self.name)
-            self._signal(proc, signal.SIGTERM)
-            if not self._exited.wait(kill_wait):
-                logger.warning("%s ignored SIGTERM; sending SIGKILL", self.name)
-                self._signal(proc, _KILL_SIGNAL)
-                if not self._exited.wait(_KILL_REAP_TIMEOUT):
-                    logger.error("%s (pid %s) survived SIGKILL", self.name, proc.pid)
-        self._kill_stragglers(proc)
+        send = functools.partial(self._signal, proc)
+        waits = shutdown_waits(self._terminate_timeout, self._kill_timeout, self._shutdown_limit)
+        escalate(self._exited, send, waits, self.name, proc.pid)
+        if os.name == "posix":
+            kill_stragglers(proc.pid, send)
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(_THREAD_JOIN_TIMEOUT)
@@ -378,30 +298,7 @@ class StdioTransport:
     def _signal(self, proc: subprocess.Popen[bytes], sig: int) -> None:
         if not self._exited.is_set():
             self._signalled = True  # the exit status is ours, not a server failure
-        try:
-            if os.name == "posix":
-                # The child leads its own session, so its pid is the group id. Never
-                # getpgid(): after the leader is reaped that could name another group.
-                os.killpg(proc.pid, sig)
-            elif sig == signal.SIGTERM:
-                proc.terminate()
-            else:
-                proc.kill()
-        except ProcessLookupError:
-            pass  # already gone
-        except PermissionError:
-            proc.send_signal(sig)  # group member with another uid: signal the leader only
-
-    def _kill_stragglers(self, proc: subprocess.Popen[bytes]) -> None:
-        """Stop whatever the server left running in its group (a wrapper's grandchild)."""
-        if os.name != "posix" or not _group_alive(proc.pid):
-            return
-        self._signal(proc, signal.SIGTERM)
-        deadline = time.monotonic() + _STRAGGLER_TIMEOUT
-        while _group_alive(proc.pid) and time.monotonic() < deadline:
-            time.sleep(_GROUP_POLL_INTERVAL)
-        if _group_alive(proc.pid):
-            self._signal(proc, _KILL_SIGNAL)
+        signal_group(proc, sig)
 
     # --- threads ------------------------------------------------------------------------------
 
@@ -417,37 +314,7 @@ class StdioTransport:
         assert proc.stdout is not None
         assert sink is not None
         readline = proc.stdout.readline
-        limit = self._max_line + 1
-        deliver = sink.deliver
-        loads = json.loads
-        error: A2ASyncError | None = None
-        try:
-            while True:
-                line = readline(limit)
-                if not line:
-                    break
-                if len(line) == limit and not line.endswith(b"\n"):
-                    error = ResponseTooLarge(
-                        f"{self.name} wrote a line over {self._max_line} bytes",
-                        url=self.name,
-                        limit=self._max_line,
-                    )
-                    break
-                try:
-                    message = loads(line)
-                except ValueError:
-                    if line.strip():
-                        self._noise.noise("a stdout line that is not JSON", excerpt(line))
-                    continue
-                if type(message) is dict:
-                    deliver(message)
-                else:
-                    self._noise.noise("JSON that is not an object", excerpt(line))
-        except (OSError, ValueError) as exc:  # pipe closed under us by close()
-            logger.debug("stdout of %s: %s", self.name, exc)
-        except Exception:  # top of the reader thread: keep the session from hanging
-            logger.exception("MCP stdio reader for %s failed", self.name)
-            error = ConnectionClosed(f"reading from {self.name} failed")
+        error = read_messages(readline, self._max_line, sink.deliver, self._noise, self.name)
         if error is not None:
             self._report(error)
             threading.Thread(
@@ -455,7 +322,7 @@ class StdioTransport:
             ).start()
             # Keep draining (and dropping) stdout so the server is not stuck on a full pipe
             # while it is being shut down.
-            self._discard(readline)
+            discard(readline)
             self._reader_done.set()
             return
         self._reader_done.set()
@@ -483,45 +350,7 @@ class StdioTransport:
         proc = self._proc
         assert proc is not None
         assert proc.stderr is not None
-        read = cast("io.BufferedReader", proc.stderr).read1
-        splitter = LineSplitter()
-        idle = self._stderr_idle
-        try:
-            while True:
-                idle.set()
-                chunk = read(_STDERR_READ_BYTES)
-                idle.clear()
-                if not chunk:
-                    break
-                for text in splitter.feed(chunk):
-                    self._stderr_line(text)
-            for text in splitter.finish():
-                self._stderr_line(text)
-            idle.set()
-        except (OSError, ValueError) as exc:
-            logger.debug("stderr of %s: %s", self.name, exc)
-        except Exception:  # top of the drain thread: never block the server on a full pipe
-            logger.exception("forwarding stderr of %s failed; discarding the rest", self.name)
-            self._discard(proc.stderr.readline)
-
-    def _stderr_line(self, text: str) -> None:
-        self._stderr_tail.append(tail_line(text))  # held lines too: error messages quote them
-        self._relay.line(text)
-
-    def _forward_stderr(self, text: str) -> None:
-        target = self._stderr_target
-        if target == _LOG:
-            stderr_logger.info("[%s] %s", self.pid, text)
-        else:
-            target.write(text + "\n")
-
-    @staticmethod
-    def _discard(readline: Any) -> None:
-        try:
-            while readline(_STDERR_READ_BYTES):
-                pass
-        except (OSError, ValueError):
-            return
+        self._stderr.drain(proc.stderr)
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -550,37 +379,3 @@ class StdioTransport:
         if self._closing:
             return ConnectionClosed(f"MCP connection to {self.name} is closed")
         return ConnectionClosed(f"{what} {self.name}: its stdin is closed")
-
-
-def _group_alive(pgid: int) -> bool:
-    """True if any process (zombies excepted, on Linux) remains in group ``pgid``."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if not sys.platform.startswith("linux"):
-        return True
-    return _linux_group_has_live_member(pgid)
-
-
-def _linux_group_has_live_member(pgid: int) -> bool:
-    # Orphaned zombies stay group members until init reaps them; some container inits
-    # never do. They are dead: do not wait for them.
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False

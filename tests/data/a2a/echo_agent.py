@@ -1,9 +1,11 @@
 """An a2a-sdk 1.3 echo agent serving A2A 1.0 and 0.3 (JSON-RPC) on one URL.
 
-Run: ``python echo_agent.py PORT``. Used by the peer tests as the reference implementation
-of the wire format: the agent echoes every part of the user's message back as an
-artifact (so file bytes, URLs and data make the round trip), answers "need input" with
-``input-required``, and keeps push notification configs in memory.
+Run: ``python echo_agent.py PORT [FD]`` (``FD``: an inherited socket listening on
+``PORT``, served as is, so the caller never races for the port). Used by the peer tests
+as the reference implementation of the wire format: the agent echoes every part of the
+user's message back as an artifact (so file bytes, URLs and data make the round trip),
+answers "need input" with ``input-required``, and keeps push notification configs in
+memory.
 """
 
 from __future__ import annotations
@@ -82,4 +84,7 @@ app = Starlette(
         *create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True),
     ]
 )
-uvicorn.run(app, host="127.0.0.1", port=PORT, log_level="warning")
+if len(sys.argv) > 2:
+    uvicorn.run(app, fd=int(sys.argv[2]), log_level="warning")
+else:
+    uvicorn.run(app, host="127.0.0.1", port=PORT, log_level="warning")

@@ -4,9 +4,9 @@
   127.0.0.1 port 0 itself and prints the port: no race.
 * :func:`everything_http` runs ``@modelcontextprotocol/server-everything`` in
   ``streamableHttp`` mode. It has no host option (it binds every interface) and takes its
-  port from ``PORT``, so a free port is found by binding port 0 first; the tiny race
-  with another process is handled by starting again on ``EADDRINUSE``. Clients connect
-  to 127.0.0.1.
+  port from ``PORT``: it gets ``PORT=0`` and a preloaded script prints the port the OS
+  chose (:func:`tests.support.ports.node_port_reporter`): no race. Clients connect to
+  127.0.0.1.
 
 Both drain the server's output on named daemon threads (a full pipe would stall the
 server) and keep its tail for failure messages; readiness is an Event set by the drain
@@ -20,13 +20,15 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+from tests.support.ports import NODE_PORT_LINE, node_port_reporter
 
 from . import PEERS
 
@@ -35,7 +37,6 @@ EVERYTHING = Path(__file__).parents[3] / "node_modules" / ".bin" / "mcp-server-e
 
 START_TIMEOUT = 30.0  # node + npm packages or uvicorn start in ~1 s; generous for a busy box
 STOP_TIMEOUT = 5.0
-_START_ATTEMPTS = 3
 
 
 class _Server:
@@ -122,28 +123,20 @@ def mcpserver_http(*args: str) -> Iterator[str]:
 
 @contextlib.contextmanager
 def everything_http() -> Iterator[str]:
-    """Run server-everything over Streamable HTTP; yield ``http://127.0.0.1:<port>/mcp``."""
-    for _attempt in range(_START_ATTEMPTS):
-        port = _free_port()
+    """Run server-everything over Streamable HTTP; yield ``http://127.0.0.1:<port>/mcp``.
+
+    It starts on ``PORT=0`` and a preloaded script prints the port the OS gave it, so no
+    port is guessed (no race with other processes on the machine)."""
+    with tempfile.TemporaryDirectory(prefix="a2a-sync-everything-") as directory:
         server = _Server(
             [str(EVERYTHING), "streamableHttp"],
-            re.compile(r"listening on port"),
-            {**os.environ, "PORT": str(port)},
+            NODE_PORT_LINE,
+            {**os.environ, "PORT": "0", **node_port_reporter(Path(directory))},
         )
-        if server.wait_ready():
-            break
-        server.stop()
-        if not any("EADDRINUSE" in line or "already in use" in line for line in server.tail):
-            raise AssertionError(server.failure("server-everything did not start"))
-    else:
-        raise AssertionError("server-everything found no free port")
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.stop()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+        try:
+            if not server.wait_ready():
+                raise AssertionError(server.failure("server-everything did not start"))
+            assert server.match is not None
+            yield f"http://127.0.0.1:{server.match.group(1)}/mcp"
+        finally:
+            server.stop()

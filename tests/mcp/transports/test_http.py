@@ -29,7 +29,8 @@ from a2a_sync.errors import (
     SessionExpired,
     StreamInterrupted,
 )
-from a2a_sync.mcp import ERA_CACHE, CreateMessageRequest, CreateMessageResult, MCPConnection
+from a2a_sync.mcp import CreateMessageRequest, CreateMessageResult, HTTPOptions, MCPConnection
+from a2a_sync.mcp.eras import ERA_CACHE
 from a2a_sync.mcp.transports.http import StreamableHTTPTransport
 from a2a_sync.policies import ReconnectPolicy
 from tests.support.fixtures import ScriptedServerFactory
@@ -183,7 +184,7 @@ def connect(url: str, era: str = "legacy", **options: Any) -> MCPConnection:
 
 def with_policy(url: str, policy: ReconnectPolicy, era: str = "legacy") -> MCPConnection:
     return MCPConnection(
-        lambda: StreamableHTTPTransport(url, auth=TOKEN, reconnect_policy=policy),
+        lambda: StreamableHTTPTransport(url, HTTPOptions(auth=TOKEN), reconnect_policy=policy),
         era=era,
         timeout=5,
         validate_output=False,

@@ -21,7 +21,8 @@ from a2a_sync.errors import (
     HTTPStatusError,
     ProtocolError,
 )
-from a2a_sync.mcp import ERA_CACHE, MCPConnection
+from a2a_sync.mcp import MCPConnection
+from a2a_sync.mcp.eras import ERA_CACHE
 from a2a_sync.mcp.transports.legacy_sse import LegacySSETransport
 from tests.support.fixtures import ScriptedServerFactory
 from tests.support.servers import (

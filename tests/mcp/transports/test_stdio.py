@@ -9,7 +9,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -274,19 +273,21 @@ def test_close_drains_stdout_so_a_server_blocked_on_a_full_pipe_can_exit(peer: P
 
 def test_close_is_idempotent_and_unblocks_a_call_in_another_thread(peer: Peer) -> None:
     errors: list[BaseException] = []
-    started = threading.Event()
+    sent = threading.Event()
 
     def blocked() -> None:
-        started.set()
+        # begin() returns once the request is written to the server's stdin: the event
+        # says the call is in flight, and the wait below is the blocked call.
+        pending = peer.session.begin("tools/call", {"name": "hang", "arguments": {}})
+        sent.set()
         try:
-            peer.call("hang", timeout=30)
+            pending.wait(30)
         except ConnectionClosed as exc:
             errors.append(exc)
 
     thread = threading.Thread(target=blocked)
     thread.start()
-    assert started.wait(5)
-    time.sleep(0.05)  # let the request reach the pipe; the outcome is the same either way
+    assert sent.wait(5)
     peer.close()
     peer.close()
     thread.join(5)
