@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
@@ -148,6 +149,23 @@ def sdk_error(found: dict[str, Any], name: str, served: Served) -> None:
         assert found["transport"] == {"JSONRPC": "jsonrpc", "HTTP+JSON": "rest"}[served.binding]
 
 
+def _v03_rest_stream_appends(url: str) -> list[bool]:
+    """``append`` of each artifact update on our 0.3 REST stream, as sent."""
+    body = {"message": {"messageId": "m1", "role": "ROLE_USER", "content": [{"text": "chunks 3"}]}}
+    request = urllib.request.Request(
+        url + "/rest/v1/message:stream",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
+    )
+    with urllib.request.urlopen(request, timeout=WAIT) as response:
+        events = [
+            json.loads(line[len(b"data:") :])
+            for line in response.read().splitlines()
+            if line.startswith(b"data:")
+        ]
+    return [e["artifactUpdate"].get("append", False) for e in events if "artifactUpdate" in e]
+
+
 def test_card_resolution_picks_the_binding_and_revision(served: Served) -> None:
     result = run_js(served, "card")
     base = served.url
@@ -194,10 +212,11 @@ def test_stream_with_chunks_and_an_input_required_round_trip(served: Served) -> 
     assert len({c["artifactId"] for c in chunks}) == 1
     assert [c["lastChunk"] for c in chunks] == [False, False, True]
     if (served.binding, served.revision) == ("HTTP+JSON", "0.3"):
-        # Our /v1 stream carries "append": true on chunks 2 and 3 (tests/server/
-        # test_rest_routes.py reads the wire), but @a2a-js/sdk 1.3.0's 0.3 REST transport
-        # drops the field (compat FromProto.taskArtifactUpdateEvent copies lastChunk only).
+        # Our /v1 stream carries "append": true on chunks 2 and 3, but @a2a-js/sdk 1.3.0's
+        # 0.3 REST transport drops the field (compat FromProto.taskArtifactUpdateEvent
+        # copies lastChunk only).
         assert [c["append"] for c in chunks] == [False, False, False]
+        assert _v03_rest_stream_appends(served.url) == [False, True, True]
     else:
         assert [c["append"] for c in chunks] == [False, True, True]
     assert events[-1]["state"] == "TASK_STATE_COMPLETED"
