@@ -98,6 +98,30 @@ EXPECTED_OUTPUTS: Final = {
         "<OAuth authorization_code for",
         "AuthorizationRequired -> http://127.0.0.1:",
     ],
+    "06_mcp_streamable_http.ipynb": [
+        "weather-desk speaks MCP",
+        "forecast: The weather in a city for the next days.",
+        "Oslo: sunny for 3 day(s)",
+        "2 + 3 = 5",  # structured output
+        "is_error: True | Unknown tool: no_such_tool",
+        "started: ['notes', 'weather']",  # the HTTP server and the in-memory one
+        "['notes.note', 'weather.add', 'weather.forecast']",
+        "Lima: sunny for 1 day(s)",
+        "noted: buy milk",
+        "connection closed: True | server exit code:",
+    ],
+    "07_serve_both_bindings.ipynb": [
+        "HTTP+JSON 1.0  http://127.0.0.1:",  # the card lists both bindings
+        "JSONRPC   1.0  http://127.0.0.1:",
+        "/rest      completed → HELLO FROM A NOTEBOOK",  # chosen: HTTP+JSON
+        "/          completed → HELLO FROM A NOTEBOOK",  # chosen: JSON-RPC
+        "JSONRPC   chunks ['ONE ', 'TWO ', 'THREE ', 'FOUR '] → completed",
+        "HTTP+JSON chunks ['ONE ', 'TWO ', 'THREE ', 'FOUR '] → completed",
+        "True completed SAME TASK",
+        "JSONRPC   TaskNotFound -32001",
+        "HTTP+JSON TaskNotFound -32001",
+        "server stopped: ConnectError",
+    ],
 }
 
 #: Longest a single cell may run (the slowest cells wait on purpose, for about 2 s).

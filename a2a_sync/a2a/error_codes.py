@@ -144,8 +144,9 @@ def _violation(text: str) -> dict[str, str]:
 def status_body(exc: RPCError, revision: str = "1.0") -> tuple[int, dict[str, Any]]:
     """The HTTP status and ``google.rpc.Status`` JSON of ``exc`` (HTTP+JSON binding).
 
-    For 0.3 the body also carries ``type`` (the error's name) and ``message`` at the top:
-    what a2a-sdk's 0.3 REST client reads (its 0.3 servers answered that way).
+    For 0.3 the body also carries, at the top, ``type`` (the error's name) and ``message``
+    (what a2a-sdk's 0.3 REST client reads) and ``code``, the JSON-RPC code (what
+    @a2a-js/sdk's 0.3 REST client reads: its 0.3 servers answered ``{code, message, data}``).
     """
     row = row_for(exc) or _INTERNAL
     error: dict[str, Any] = {"code": row.http, "status": row.grpc, "message": exc.message}
@@ -156,6 +157,7 @@ def status_body(exc: RPCError, revision: str = "1.0") -> tuple[int, dict[str, An
     if revision == "0.3":
         body["type"] = row.name
         body["message"] = exc.message
+        body["code"] = row.jsonrpc
     return row.http, body
 
 
@@ -163,8 +165,10 @@ def error_from_status(body: Any, http_status: int) -> RPCError | None:
     """The typed exception a REST error body stands for, or ``None`` when it is no A2A error.
 
     Accepts ``google.rpc.Status`` (``{"error": {"code", "status", "message", "details"}}``,
-    typed by the ErrorInfo reason) and RFC 7807 problem details (``{"type", "title",
-    "status", "detail"}``, typed by the last segment of ``type``). Without a known reason
+    typed by the ErrorInfo reason), RFC 7807 problem details (``{"type", "title",
+    "status", "detail"}``, typed by the last segment of ``type``) and the 0.3 body of
+    @a2a-js/sdk servers (``{"code", "message", "data"}``, typed by the JSON-RPC code,
+    when it is an A2A one). Without a known reason
     the HTTP status decides between InvalidParams (400), MethodNotFound (404) and
     InternalError (500); other statuses give ``None`` (the caller raises HTTPStatusError).
     """
@@ -182,6 +186,9 @@ def error_from_status(body: Any, http_status: int) -> RPCError | None:
                 reason_metadata = detail.get("metadata") or None
                 break
         return _build(row, message, http_status, reason_metadata)
+    code = body.get("code")
+    if isinstance(code, int) and not isinstance(code, bool) and code in _BY_CODE:  # 0.3 (JS)
+        return _build(_BY_CODE[code], body.get("message"), http_status, body.get("data"))
     if "type" in body or "title" in body:  # RFC 7807
         name = str(body.get("type") or "").rstrip("/").rsplit("/", 1)[-1]
         row = _BY_PROBLEM_NAME.get(name.replace("-", "").replace("_", "").lower())

@@ -78,6 +78,14 @@ def test_other_error_bodies() -> None:
     assert isinstance(error_from_status({"type": "TaskNotFoundError"}, 404), e.TaskNotFound)
     _, body = status_body(e.TaskNotCancelable("no"), "0.3")
     assert (body["type"], body["message"]) == ("TaskNotCancelableError", "no")
+    # ... and the JSON-RPC code at the top (@a2a-js/sdk's 0.3 REST client types by it)
+    assert body["code"] == -32002
+    assert "code" not in status_body(e.TaskNotCancelable("no"))[1]  # 1.0: google.rpc.Status only
+    found = error_from_status({"code": -32001, "message": "gone", "data": {"id": "t1"}}, 404)
+    assert isinstance(found, e.TaskNotFound)
+    assert (found.message, found.data) == ("gone", {"id": "t1"})
+    assert error_from_status({"code": 404, "message": "not an A2A code"}, 418) is None
+    assert error_from_status({"code": True, "message": "a bool is no code"}, 418) is None
     # a Status without a reason: the HTTP status decides; foreign bodies are not A2A errors
     assert isinstance(error_from_status({"error": {"message": "x"}}, 404), e.MethodNotFound)
     assert error_from_status({"error": {"message": "x"}}, 418) is None
