@@ -68,8 +68,8 @@ from ..errors import (
     ResponseTooLarge,
 )
 from ..policies import RetryPolicy, Timeout
+from .adapter import Adapter
 from .pool import (
-    Adapter,
     BudgetExhausted,
     Call,
     CallRetry,
@@ -77,6 +77,7 @@ from .pool import (
     local,
     wait_before_retry,
 )
+from .sender import SessionSender
 
 __all__ = ["HTTPResult", "HTTPTransport", "StreamResponse", "USER_AGENT"]
 
@@ -275,6 +276,7 @@ class HTTPTransport:
         session.mount("http://", adapter)
         session.mount("https://", adapter)
         self._session = session
+        self._sender = SessionSender(session)
         self._adapter = adapter
         self._proxies: dict[str, dict[str, str]] = {}
         self._inflight: weakref.WeakSet[Call] = weakref.WeakSet()
@@ -435,7 +437,6 @@ class HTTPTransport:
             if self._closed:
                 raise Cancelled("the transport is closed", url=url)
             self._inflight.add(call)
-        request = requests.Request(method, url, data=body, headers=headers)
         local.retry = CallRetry.for_call(
             self.retry if retry is None else retry,
             idempotent=idempotent,
@@ -445,12 +446,12 @@ class HTTPTransport:
         local.call = call
         try:
             with self._translate(url, call):
-                prepared = self._session.prepare_request(request)
-                response = self._session.send(
-                    prepared,
-                    stream=True,
-                    timeout=DeadlineTimeout(limits.connect, limits.read, call.deadline),  # type: ignore[arg-type]
-                    allow_redirects=False,
+                response = self._sender.send(
+                    method,
+                    url,
+                    body,
+                    headers,
+                    timeout=DeadlineTimeout(limits.connect, limits.read, call.deadline),
                     verify=self._verify,
                     cert=self._cert,
                     proxies=self._proxies_for(url),
