@@ -2,7 +2,7 @@
 
 One command, one run; within each section every variant runs once per repetition, in an
 order rotated each time (``benchmarks/harness.py``), so the load of a shared machine hits
-all of them alike. Figures are **CPU per operation** (user + system), min – median – max
+all of them alike. Figures are **CPU per operation** (user + system), min - median - max
 over the repetitions, and the ratio to the section's floor, paired per repetition
 (median). Compare ratios, not absolute figures across runs.
 
