@@ -41,12 +41,16 @@ THREADS = 8
 # -- the servers (run in their own process) ------------------------------------------------------
 
 
-def serve_ours(port: int) -> None:
+def serve_ours(port: int, *, inline: bool = False) -> None:
+    """``inline``: the agent is marked ``run_inline`` (blocking sends run it on the
+    request's thread)."""
     from a2a_sync.server import A2AApplication, AgentExecutor, RequestContext, TaskUpdater
     from a2a_sync.server.serving import RunningServer
     from a2a_sync.types import AgentCapabilities, AgentCard
 
     class Echo(AgentExecutor):
+        run_inline = inline
+
         def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
             text = context.text
             if text == "reply":
@@ -186,7 +190,12 @@ def serve_sdk(port: int) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
-SERVERS.update(ours=serve_ours, bare=serve_bare, sdk=serve_sdk)
+SERVERS.update(
+    ours=serve_ours,
+    bare=serve_bare,
+    sdk=serve_sdk,
+    **{"ours-inline": lambda port: serve_ours(port, inline=True)},
+)
 
 
 # -- the client (same for both) ------------------------------------------------------------------

@@ -181,12 +181,17 @@ def _server(which: str) -> Iterator[tuple[int, int]]:
 
 
 def server_section(n: int, reps: int, *, official: bool) -> list[Row]:
-    wanted = ["bare", "ours", *(["sdk"] if official else [])]
+    wanted = ["bare", "ours", "ours-inline", *(["sdk"] if official else [])]
     with contextlib.ExitStack() as stack:
         servers = {name: stack.enter_context(_server(name)) for name in wanted}
         variants = []
         for name, (pid, port) in servers.items():
-            label = {"bare": "waitress-bare", "ours": "a2a_sync", "sdk": "a2a-sdk"}[name]
+            label = {
+                "bare": "waitress-bare",
+                "ours": "a2a_sync",
+                "ours-inline": "a2a_sync-run_inline",
+                "sdk": "a2a-sdk",
+            }[name]
             client = a2a_server.Client(port)
             stack.callback(client.close)
             variants.append(
