@@ -37,7 +37,7 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
 import attrs
@@ -522,20 +522,35 @@ class HTTPTransport:
                 self._proxies[key] = proxies
         return proxies
 
-    @contextlib.contextmanager
-    def _translate(self, url: str, call: Call) -> Iterator[None]:
+    def _translate(self, url: str, call: Call) -> _Translating:
         """The one edge where requests/urllib3/socket exceptions become ours."""
-        try:
-            yield
-        except A2ASyncError:
-            raise
-        except BudgetExhausted as exc:
+        return _Translating(url, call)
+
+
+class _Translating:
+    """Context manager of :meth:`HTTPTransport._translate` (a class: it wraps every read
+    of every call, and a generator-based one costs several times more)."""
+
+    __slots__ = ("_call", "_url")
+
+    def __init__(self, url: str, call: Call) -> None:
+        self._url = url
+        self._call = call
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+        if exc is None or isinstance(exc, A2ASyncError):
+            return
+        url, call = self._url, self._call
+        if isinstance(exc, BudgetExhausted):
             if call.cancelled:
                 raise Cancelled("the call was cancelled", url=url, attempts=call.attempts) from exc
             raise DeadlineExceeded(
                 f"{url}: {exc}", url=url, attempts=call.attempts, timeout=None
             ) from exc
-        except (rex.RequestException, uex.HTTPError, OSError, ValueError) as exc:
+        if isinstance(exc, (rex.RequestException, uex.HTTPError, OSError, ValueError)):
             # The foreign message may quote the URL's secrets: then it does not ride along.
             raise _translate_exception(exc, url, call) from (None if has_secrets(url) else exc)
 

@@ -42,6 +42,8 @@ __all__ = ["SessionSender"]
 #: are few; a flood of distinct ones must not grow memory without bound).
 _CACHE_LIMIT: Final = 512
 
+_NO_HEADERS: Final[Mapping[str, str]] = {}
+
 #: Methods for which requests sends no ``Content-Length: 0`` when there is no body.
 _BODYLESS: Final = frozenset({"GET", "HEAD"})
 
@@ -135,18 +137,22 @@ class SessionSender:
         # As Session.prepare_request: the session's headers, then the call's; a None value
         # (in either) removes the header.
         merged: requests.structures.CaseInsensitiveDict[str] = (
-            requests.structures.CaseInsensitiveDict(self._session.headers)  # type: ignore[arg-type]
+            requests.structures.CaseInsensitiveDict()
         )
-        if headers:
-            merged.update(headers)
         valid = self._valid_headers
-        for name, value in list(merged.items()):
-            if (value_or_none := cast("str | None", value)) is None:
-                del merged[name]
-            elif (name, value_or_none) not in valid:
-                requests.utils.check_header_validity((name, value_or_none))  # InvalidHeader
-                with self._lock:
-                    if len(valid) >= _CACHE_LIMIT:
-                        valid.clear()
-                    valid.add((name, value_or_none))
+        # A None value is allowed at runtime (it removes the header), whatever the stubs say.
+        session_headers = cast("Mapping[str, str | None]", self._session.headers)
+        call_headers = cast("Mapping[str, str | None]", headers or _NO_HEADERS)
+        for source in (session_headers, call_headers):
+            for name, value in source.items():
+                if value is None:
+                    merged.pop(name, None)
+                    continue
+                if (name, value) not in valid:
+                    requests.utils.check_header_validity((name, value))  # InvalidHeader
+                    with self._lock:
+                        if len(valid) >= _CACHE_LIMIT:
+                            valid.clear()
+                        valid.add((name, value))
+                merged[name] = value
         return merged
