@@ -35,11 +35,15 @@ requests, which only what sends HTTP requests (the clients) imports.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
 
+# Not typing.TYPE_CHECKING: importing typing would be most of this module's cost
+# (type checkers treat any constant of this name alike).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .a2a.signing import sign_card, verify_card
     from .a2a.types import (
         AgentCapabilities,
