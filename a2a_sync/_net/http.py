@@ -484,6 +484,15 @@ class HTTPTransport:
             raise ResponseTooLarge(
                 f"response of {declared} bytes exceeds the {limit}-byte limit", url=url, limit=limit
             )
+        # A body sent as is, with a length, is complete once that many bytes arrived:
+        # no further read (and its EOF bookkeeping in urllib3) is needed to know it.
+        expected = (
+            int(declared)
+            if declared is not None
+            and declared.isdigit()
+            and not raw.headers.get("Content-Encoding")
+            else None
+        )
         chunks: list[bytes] = []
         size = 0
         with self._translate(url, call):
@@ -504,6 +513,8 @@ class HTTPTransport:
                         f"response exceeds the {limit}-byte limit", url=url, limit=limit
                     )
                 chunks.append(data)
+                if expected is not None and size >= expected:
+                    break
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def _forget(self, call: Call) -> None:
