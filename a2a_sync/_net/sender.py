@@ -87,8 +87,8 @@ class SessionSender:
         request.method = method.upper()
         request.url = prepared_url
         request.headers = self._merged_headers(headers)
-        request.body = body
-        if body is not None:
+        request.body = body or None  # as requests: an empty body is no body
+        if body:
             request.headers["Content-Length"] = str(len(body))
         elif request.method not in _BODYLESS and "Content-Length" not in request.headers:
             request.headers["Content-Length"] = "0"

@@ -187,3 +187,29 @@ def _raw(body: bytes) -> Any:
         status=200,
         preload_content=False,
     )
+
+
+@pytest.mark.parametrize(
+    ("method", "body", "headers"),
+    [
+        ("POST", b'{"a": 1}', {"Content-Type": "application/json"}),
+        ("POST", None, None),
+        ("POST", b"", {"X-Call": "1"}),
+        ("GET", None, {"Accept": "text/event-stream"}),
+        ("DELETE", None, {"Accept": None}),
+    ],
+)
+def test_the_request_sent_matches_what_requests_would_prepare(
+    transport: HTTPTransport, method: str, body: bytes | None, headers: dict[str, Any] | None
+) -> None:
+    url = "http://agent.test/rpc?x=1"
+    expected = transport.session.prepare_request(
+        requests.Request(method, url, data=body, headers=headers)
+    )
+    with responses.RequestsMock() as rsps:
+        rsps.add(method, url, body=b"{}")
+        transport.request(method, url, body=body, headers=headers)
+        sent = rsps.calls[0].request
+    assert sent.url == expected.url
+    assert dict(sent.headers) == dict(expected.headers)
+    assert sent.body == expected.body
