@@ -41,12 +41,16 @@ THREADS = 8
 # -- the servers (run in their own process) ------------------------------------------------------
 
 
-def serve_ours(port: int) -> None:
+def serve_ours(port: int, *, inline: bool = False) -> None:
+    """``inline``: the agent is marked ``run_inline`` (blocking sends run it on the
+    request's thread)."""
     from a2a_sync.server import A2AApplication, AgentExecutor, RequestContext, TaskUpdater
     from a2a_sync.server.serving import RunningServer
     from a2a_sync.types import AgentCapabilities, AgentCard
 
     class Echo(AgentExecutor):
+        run_inline = inline
+
         def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
             text = context.text
             if text == "reply":
@@ -75,6 +79,35 @@ def serve_ours(port: int) -> None:
     server = RunningServer(A2AApplication(card, Echo()), "127.0.0.1", port)
     print("ready", flush=True)
     server.run()
+
+
+def serve_bare(port: int) -> None:
+    """The floor: a bare WSGI app on waitress answering every POST with a fixed reply
+    (reads and parses the JSON-RPC body, echoes its id; no A2A, no agent)."""
+    import waitress
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        request = json.loads(environ["wsgi.input"].read(length))
+        message = {
+            "role": "ROLE_AGENT",
+            "messageId": "m-bare",
+            "contextId": "c-bare",
+            "parts": [{"text": "echo: reply"}],
+        }
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": request["id"], "result": {"message": message}}
+        ).encode()
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+        start_response("200 OK", headers)
+        return [body]
+
+    server = waitress.create_server(app, host="127.0.0.1", port=port)
+    print("ready", flush=True)
+    server.run()
+
+
+SERVERS: dict[str, Callable[[int], None]] = {}
 
 
 def serve_sdk(port: int) -> None:
@@ -155,6 +188,14 @@ def serve_sdk(port: int) -> None:
     )
     print("ready", flush=True)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+SERVERS.update(
+    ours=serve_ours,
+    bare=serve_bare,
+    sdk=serve_sdk,
+    **{"ours-inline": lambda port: serve_ours(port, inline=True)},
+)
 
 
 # -- the client (same for both) ------------------------------------------------------------------
@@ -310,7 +351,7 @@ def main() -> None:
     args, rest = parser.parse_known_args()
     if args.serve:
         which, port = args.serve
-        (serve_ours if which == "ours" else serve_sdk)(int(port))
+        SERVERS[which](int(port))
         return
     servers = {name: _spawn(name) for name in ("sdk", "ours")}
     try:

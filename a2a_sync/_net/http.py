@@ -37,7 +37,7 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
 import attrs
@@ -68,8 +68,8 @@ from ..errors import (
     ResponseTooLarge,
 )
 from ..policies import RetryPolicy, Timeout
+from .adapter import Adapter
 from .pool import (
-    Adapter,
     BudgetExhausted,
     Call,
     CallRetry,
@@ -77,6 +77,7 @@ from .pool import (
     local,
     wait_before_retry,
 )
+from .sender import SessionSender
 
 __all__ = ["HTTPResult", "HTTPTransport", "StreamResponse", "USER_AGENT"]
 
@@ -275,6 +276,7 @@ class HTTPTransport:
         session.mount("http://", adapter)
         session.mount("https://", adapter)
         self._session = session
+        self._sender = SessionSender(session)
         self._adapter = adapter
         self._proxies: dict[str, dict[str, str]] = {}
         self._inflight: weakref.WeakSet[Call] = weakref.WeakSet()
@@ -435,7 +437,6 @@ class HTTPTransport:
             if self._closed:
                 raise Cancelled("the transport is closed", url=url)
             self._inflight.add(call)
-        request = requests.Request(method, url, data=body, headers=headers)
         local.retry = CallRetry.for_call(
             self.retry if retry is None else retry,
             idempotent=idempotent,
@@ -445,12 +446,12 @@ class HTTPTransport:
         local.call = call
         try:
             with self._translate(url, call):
-                prepared = self._session.prepare_request(request)
-                response = self._session.send(
-                    prepared,
-                    stream=True,
-                    timeout=DeadlineTimeout(limits.connect, limits.read, call.deadline),  # type: ignore[arg-type]
-                    allow_redirects=False,
+                response = self._sender.send(
+                    method,
+                    url,
+                    body,
+                    headers,
+                    timeout=DeadlineTimeout(limits.connect, limits.read, call.deadline),
                     verify=self._verify,
                     cert=self._cert,
                     proxies=self._proxies_for(url),
@@ -483,6 +484,15 @@ class HTTPTransport:
             raise ResponseTooLarge(
                 f"response of {declared} bytes exceeds the {limit}-byte limit", url=url, limit=limit
             )
+        # A body sent as is, with a length, is complete once that many bytes arrived:
+        # no further read (and its EOF bookkeeping in urllib3) is needed to know it.
+        expected = (
+            int(declared)
+            if declared is not None
+            and declared.isdigit()
+            and not raw.headers.get("Content-Encoding")
+            else None
+        )
         chunks: list[bytes] = []
         size = 0
         with self._translate(url, call):
@@ -503,6 +513,8 @@ class HTTPTransport:
                         f"response exceeds the {limit}-byte limit", url=url, limit=limit
                     )
                 chunks.append(data)
+                if expected is not None and size >= expected:
+                    break
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def _forget(self, call: Call) -> None:
@@ -521,20 +533,35 @@ class HTTPTransport:
                 self._proxies[key] = proxies
         return proxies
 
-    @contextlib.contextmanager
-    def _translate(self, url: str, call: Call) -> Iterator[None]:
+    def _translate(self, url: str, call: Call) -> _Translating:
         """The one edge where requests/urllib3/socket exceptions become ours."""
-        try:
-            yield
-        except A2ASyncError:
-            raise
-        except BudgetExhausted as exc:
+        return _Translating(url, call)
+
+
+class _Translating:
+    """Context manager of :meth:`HTTPTransport._translate` (a class: it wraps every read
+    of every call, and a generator-based one costs several times more)."""
+
+    __slots__ = ("_call", "_url")
+
+    def __init__(self, url: str, call: Call) -> None:
+        self._url = url
+        self._call = call
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+        if exc is None or isinstance(exc, A2ASyncError):
+            return
+        url, call = self._url, self._call
+        if isinstance(exc, BudgetExhausted):
             if call.cancelled:
                 raise Cancelled("the call was cancelled", url=url, attempts=call.attempts) from exc
             raise DeadlineExceeded(
                 f"{url}: {exc}", url=url, attempts=call.attempts, timeout=None
             ) from exc
-        except (rex.RequestException, uex.HTTPError, OSError, ValueError) as exc:
+        if isinstance(exc, (rex.RequestException, uex.HTTPError, OSError, ValueError)):
             # The chain keeps only the root OS/TLS error, without urllib3's frames and
             # wrappers (the traceback stops at this edge); a foreign message that may
             # quote the URL's secrets does not ride along.

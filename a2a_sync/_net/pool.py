@@ -1,9 +1,9 @@
 """urllib3 glue for :mod:`a2a_sync._net.http`: per-call ``Retry``, deadline-capped timeouts,
 and connections that register themselves so another thread can cancel them.
 
-These classes plug into requests' ``HTTPAdapter`` through its documented extension points
-(``max_retries``, ``init_poolmanager``, ``proxy_manager_for``) and urllib3's
-(``Retry.new``/``increment``/``sleep``, ``Timeout.clone``, ``pool_classes_by_scheme``).
+These classes plug into urllib3's extension points (``Retry.new``/``increment``/``sleep``,
+``Timeout.clone``, ``pool_classes_by_scheme``); :mod:`a2a_sync._net.adapter` mounts them
+on requests' ``HTTPAdapter``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-import requests.adapters
 import urllib3
 import urllib3.connection
 import urllib3.connectionpool
@@ -28,7 +27,7 @@ from .._redact import redact_url, scrub
 from ..policies import RetryPolicy, parse_retry_after
 
 __all__ = [
-    "Adapter",
+    "TRACKED_POOLS",
     "BudgetExhausted",
     "Call",
     "CallRetry",
@@ -410,31 +409,5 @@ class _TrackedHTTPSConnectionPool(urllib3.connectionpool.HTTPSConnectionPool):
     ConnectionCls = _TrackedHTTPSConnection
 
 
-_TRACKED_POOLS: Final = {"http": _TrackedHTTPConnectionPool, "https": _TrackedHTTPSConnectionPool}
-
-
-class Adapter(requests.adapters.HTTPAdapter):
-    """``HTTPAdapter`` whose ``max_retries`` is the calling thread's per-call ``Retry``.
-
-    requests reads ``self.max_retries`` inside ``send``; making it thread-local lets each
-    call carry its own decisions (idempotent or not, its deadline) through one shared
-    adapter and pool.
-    """
-
-    @property
-    def max_retries(self) -> Retry:
-        retry: Retry | None = getattr(local, "retry", None)
-        return retry if retry is not None else self._default_retries
-
-    @max_retries.setter
-    def max_retries(self, value: Retry) -> None:
-        self._default_retries = value
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = _TRACKED_POOLS
-
-    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
-        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        manager.pool_classes_by_scheme = _TRACKED_POOLS
-        return manager
+#: Pool classes whose connections register with the calling thread's :class:`Call`.
+TRACKED_POOLS: Final = {"http": _TrackedHTTPConnectionPool, "https": _TrackedHTTPSConnectionPool}

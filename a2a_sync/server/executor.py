@@ -35,7 +35,7 @@ import abc
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -120,7 +120,19 @@ class AgentExecutor(abc.ABC):
 
     One executor instance serves every request, from several threads at once: keep
     per-request state on the stack, and guard shared state yourself.
+
+    Attributes:
+        run_inline: Set to True (on the class) for an agent whose ``execute`` settles the
+            task and returns quickly, without waiting on models, tools or the network.
+            A blocking ``SendMessage`` then runs it on the request's own thread instead
+            of handing it to a worker thread and waiting (two thread switches saved; it
+            still counts toward ``workers`` and falls back to a worker thread when none
+            is free). Cancellation is unchanged. The blocking timeout cannot cut such a
+            run short (the answer comes when ``execute`` returns), so leave it False
+            for anything that may wait.
     """
+
+    run_inline: ClassVar[bool] = False
 
     @abc.abstractmethod
     def execute(self, context: RequestContext, updater: TaskUpdater) -> None:

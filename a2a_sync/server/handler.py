@@ -221,8 +221,8 @@ class DefaultRequestHandler:
         ``return_immediately``), bounded by the blocking timeout."""
         config = params.configuration
         history_length = config.history_length if config is not None else None
-        run, _, existing = self._accept(params, call, streaming=False)
         immediate = config is not None and config.return_immediately
+        run, _, existing = self._accept(params, call, streaming=False, inline=not immediate)
         if run is None:
             assert existing is not None
             task = existing.task
@@ -244,9 +244,10 @@ class DefaultRequestHandler:
         return stream
 
     def _accept(
-        self, params: SendMessageParams, call: CallContext, *, streaming: bool
+        self, params: SendMessageParams, call: CallContext, *, streaming: bool, inline: bool = False
     ) -> tuple[Run | None, RunStream | None, StoredTask | None]:
-        """Validate a message, claim its id, and start (or queue) its run.
+        """Validate a message, claim its id, and start (or queue) its run (on this thread
+        when ``inline`` and the executor allows it: see ``AgentExecutor.run_inline``).
 
         Returns ``(run, stream, None)`` for a run to wait on or stream (``stream`` only
         when ``streaming``): a new run, or the one a repeated message started before;
@@ -332,7 +333,7 @@ class DefaultRequestHandler:
                 stream = RunStream(run, sub, stored.task)
         elif streaming:
             stream = RunStream(run, self.store.subscribe(task_id, after_seq=0))
-        self._runs.start(run)
+        self._runs.start(run, inline=inline)
         return run, stream, None
 
     def _same_message(self, claimed: str, message: Message, principal: str) -> bool:

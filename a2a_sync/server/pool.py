@@ -44,6 +44,11 @@ class WorkerPool:
         self._idle = 0
         self._numbers = itertools.count(1)
         self._closed = False
+        # One permit per worker slot, taken by whoever runs work: a pool thread or a
+        # caller running work on its own thread (run_here). Keeps max_workers exact.
+        self._slots = threading.BoundedSemaphore(max_workers)
+        self._inline = 0  # callers inside run_here; guarded by _lock
+        self._inline_done = threading.Condition(self._lock)
 
     def submit(self, work: Callable[[], None]) -> None:
         """Run ``work()`` on a pool thread. Exceptions are logged, never raised here.
@@ -65,15 +70,46 @@ class WorkerPool:
                 self._threads.append(thread)
                 thread.start()
 
+    def run_here(self, work: Callable[[], None]) -> bool:
+        """Run ``work()`` on the calling thread if a worker slot is free now.
+
+        The slot counts toward ``max_workers`` like a pool thread's, and :meth:`shutdown`
+        waits for it. Exceptions are logged, never raised here.
+
+        Returns:
+            False (nothing ran) when every slot is taken: submit the work instead.
+
+        Raises:
+            InternalError: The pool is shut down.
+        """
+        with self._lock:
+            if self._closed:
+                raise InternalError("the server is shutting down")
+            if not self._slots.acquire(blocking=False):
+                return False
+            self._inline += 1
+        try:
+            work()
+        except Exception:  # the caller's thread: log, as a pool thread would
+            logger.exception("agent work failed")
+        finally:
+            self._slots.release()
+            with self._lock:
+                self._inline -= 1
+                if not self._inline:
+                    self._inline_done.notify_all()
+        return True
+
     def _run(self) -> None:
         while True:
             work = self._queue.get()
             if work is None:
                 return
-            try:
-                work()
-            except Exception:  # top of a pool thread: log and keep serving
-                logger.exception("agent work failed")
+            with self._slots:  # a caller running work inline may hold the last slot
+                try:
+                    work()
+                except Exception:  # top of a pool thread: log and keep serving
+                    logger.exception("agent work failed")
             with self._lock:
                 self._idle += 1
 
@@ -96,12 +132,19 @@ class WorkerPool:
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         alive = [t.name for t in threads if t.is_alive()]
+        with self._lock:
+            inline_done = self._inline_done.wait_for(
+                lambda: not self._inline, max(0.0, deadline - time.monotonic())
+            )
+            inline = self._inline
         if alive:
             logger.warning("agent threads still running after %.1f s: %s", timeout, alive)
-        return not alive
+        if not inline_done:
+            logger.warning("%d agent runs on request threads still running", inline)
+        return not alive and inline_done
 
     @property
     def active(self) -> int:
-        """Threads started and not idle (approximate)."""
+        """Threads started and not idle, plus callers running work inline (approximate)."""
         with self._lock:
-            return len(self._threads) - self._idle
+            return len(self._threads) - self._idle + self._inline

@@ -252,8 +252,12 @@ class RunScheduler:
         with self._lock:
             return self._running.get(task_id)
 
-    def start(self, run: Run) -> None:
+    def start(self, run: Run, *, inline: bool = False) -> None:
         """Run ``run`` now, or after the task's current run.
+
+        ``inline`` (a blocking send of an executor with ``run_inline``): when the task
+        has no run going and a worker slot is free, run it on the calling thread, which
+        returns once ``execute`` did; otherwise on a worker thread as usual.
 
         Raises:
             InternalError: The pool is shut down (the run is finished, failed).
@@ -263,9 +267,9 @@ class RunScheduler:
                 self._waiting.setdefault(run.task_id, deque()).append(run)
                 return
             self._running[run.task_id] = run
-        self._submit(run)
+        self._submit(run, inline=inline and self._executor.run_inline)
 
-    def _submit(self, run: Run) -> None:
+    def _submit(self, run: Run, *, inline: bool = False) -> None:
         def work() -> None:
             try:
                 run.execute(self._executor)
@@ -273,7 +277,8 @@ class RunScheduler:
                 self._next(run)
 
         try:
-            self._pool.submit(work)
+            if not (inline and self._pool.run_here(work)):
+                self._pool.submit(work)
         except InternalError:  # shutting down
             run.finish()
             self._next(run)

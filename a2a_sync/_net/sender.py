@@ -1,0 +1,158 @@
+"""Sending one request through a ``requests.Session`` without requests' generic
+per-request machinery.
+
+``Session.prepare_request`` + ``Session.send`` cost more than everything else on a
+JSON-RPC call (docs/decisions.md, "The requests hot path"): per call they copy the cookie
+jar twice, merge headers, params, hooks and auth through generic ``to_key_val_list``
+paths, re-parse and IDNA-check the URL, validate every header with a regular expression
+and run runtime ``Protocol`` ``isinstance`` checks on the body. For the requests a2a_sync
+sends (a fixed set of URLs, a ``bytes`` body, no per-call cookies, params or auth) all of
+that has the same answer every time, so :class:`SessionSender` works it out once:
+
+* the prepared form of each URL (requests' ``prepare_url``) is remembered per URL;
+* each header pair is validated once (requests' ``check_header_validity``);
+* the session's own state is read on every call, so changes the user makes through
+  :attr:`HTTPTransport.session` apply at once: its headers (merged as requests merges
+  them: a ``None`` value removes a header), its cookie jar (a ``Cookie`` header is built
+  only when the jar holds cookies; ``Set-Cookie`` answers are stored back into it) and
+  its mounted adapters (``Session.get_adapter``);
+* the request then goes to the mounted adapter's ``send`` directly, with the same
+  arguments ``Session.send`` would pass, so the adapter stays the owner of the connection
+  pools and retries, and libraries that patch ``HTTPAdapter.send`` (the ``responses``
+  test library) see every call.
+
+Whatever the fast path does not model (session-level ``auth``, ``params`` or response
+hooks, credentials inside the URL) goes through ``prepare_request`` + ``send`` unchanged.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any, Final, cast
+
+import requests
+import requests.cookies
+import requests.structures
+import requests.utils
+
+__all__ = ["SessionSender"]
+
+#: Entries kept per cache before it is emptied (URLs and header pairs a process sends
+#: are few; a flood of distinct ones must not grow memory without bound).
+_CACHE_LIMIT: Final = 512
+
+_NO_HEADERS: Final[Mapping[str, str]] = {}
+
+#: Methods for which requests sends no ``Content-Length: 0`` when there is no body.
+_BODYLESS: Final = frozenset({"GET", "HEAD"})
+
+
+class SessionSender:
+    """Prepares and sends requests through one session (see the module docstring).
+
+    Thread-safe: the caches are plain dicts written whole-entry (a lost race only means
+    one entry is computed twice) and the session is only read.
+    """
+
+    def __init__(self, session: requests.Session) -> None:
+        self._session = session
+        self._urls: dict[str, tuple[str, bool]] = {}  # url -> (prepared url, has credentials)
+        self._valid_headers: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()  # guards clearing the caches
+
+    def send(
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        headers: Mapping[str, str] | None,
+        **adapter_kwargs: Any,
+    ) -> requests.Response:
+        """Send and return once the response headers arrived (a streamed response).
+
+        ``adapter_kwargs`` are ``HTTPAdapter.send``'s (``timeout``, ``verify``, ``cert``,
+        ``proxies``); redirects are never followed.
+        """
+        session = self._session
+        prepared_url, has_credentials = self._prepared_url(url)
+        if (
+            has_credentials
+            or session.auth is not None
+            or session.params
+            or any(session.hooks.get("response") or ())
+        ):
+            return self._send_generic(method, url, body, headers, adapter_kwargs)
+        request = requests.PreparedRequest()
+        request.method = method.upper()
+        request.url = prepared_url
+        request.headers = self._merged_headers(headers)
+        request.body = body or None  # as requests: an empty body is no body
+        if body:
+            request.headers["Content-Length"] = str(len(body))
+        elif request.method not in _BODYLESS and "Content-Length" not in request.headers:
+            request.headers["Content-Length"] = "0"
+        jar = session.cookies
+        if len(jar):
+            request.prepare_cookies(jar)
+        adapter = session.get_adapter(prepared_url)
+        response = adapter.send(request, stream=True, **adapter_kwargs)
+        if response.raw is not None and "set-cookie" in response.raw.headers:
+            requests.cookies.extract_cookies_to_jar(jar, request, response.raw)  # type: ignore[no-untyped-call]
+        return response
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _send_generic(
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        headers: Mapping[str, str] | None,
+        adapter_kwargs: dict[str, Any],
+    ) -> requests.Response:
+        session = self._session
+        prepared = session.prepare_request(
+            requests.Request(method, url, data=body, headers=headers)
+        )
+        return session.send(prepared, stream=True, allow_redirects=False, **adapter_kwargs)
+
+    def _prepared_url(self, url: str) -> tuple[str, bool]:
+        entry = self._urls.get(url)
+        if entry is None:
+            probe = requests.PreparedRequest()
+            probe.prepare_url(url, None)  # raises InvalidURL/MissingSchema, as requests does
+            prepared = str(probe.url)
+            username, password = requests.utils.get_auth_from_url(prepared)
+            entry = (prepared, bool(username or password))
+            with self._lock:
+                if len(self._urls) >= _CACHE_LIMIT:
+                    self._urls.clear()
+                self._urls[url] = entry
+        return entry
+
+    def _merged_headers(
+        self, headers: Mapping[str, str] | None
+    ) -> requests.structures.CaseInsensitiveDict[str]:
+        # As Session.prepare_request: the session's headers, then the call's; a None value
+        # (in either) removes the header.
+        merged: requests.structures.CaseInsensitiveDict[str] = (
+            requests.structures.CaseInsensitiveDict()
+        )
+        valid = self._valid_headers
+        # A None value is allowed at runtime (it removes the header), whatever the stubs say.
+        session_headers = cast("Mapping[str, str | None]", self._session.headers)
+        call_headers = cast("Mapping[str, str | None]", headers or _NO_HEADERS)
+        for source in (session_headers, call_headers):
+            for name, value in source.items():
+                if value is None:
+                    merged.pop(name, None)
+                    continue
+                if (name, value) not in valid:
+                    requests.utils.check_header_validity((name, value))  # InvalidHeader
+                    with self._lock:
+                        if len(valid) >= _CACHE_LIMIT:
+                            valid.clear()
+                        valid.add((name, value))
+                merged[name] = value
+        return merged
