@@ -1,0 +1,429 @@
+"""The gRPC binding of :class:`~a2a_sync.server.app.A2AApplication` (A2A 1.0, ``lf.a2a.v1``).
+
+:class:`GRPCServer` runs grpcio's synchronous server (a thread pool) for an application
+and answers every rpc of ``A2AService`` with the application's own pieces, as its
+HTTP bindings do: the authenticator (gRPC metadata is presented to it as a WSGI-style
+environ, so ``authorization`` is ``HTTP_AUTHORIZATION``), the handler's ``dispatch`` and
+``dispatch_stream``, the stream cap, admission and graceful shutdown. Service parameters
+come from metadata: ``a2a-version`` (must be 1.x; missing means 0.3 and is refused with
+VERSION_NOT_SUPPORTED, as over HTTP), ``a2a-extensions``.
+
+Requests become the codec's params through their ProtoJSON form
+(:mod:`a2a_sync.a2a.grpc.convert`); answers go back the same way. Errors are gRPC status
+codes with a ``google.rpc.Status`` carrying the ErrorInfo of the one error table in the
+``grpc-status-details-bin`` trailer. The largest request accepted is
+``max_receive_bytes`` (default: the app's ``max_body_bytes``); larger ones fail with
+RESOURCE_EXHAUSTED before any handler runs.
+
+Needs the ``grpc`` extra; imported only when used.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from concurrent import futures
+from typing import Any, Final, Protocol
+
+import attrs
+import grpc
+
+from ...a2a.codec import Codec, codec_for
+from ...a2a.grpc.convert import (
+    STATUS_DETAILS_KEY,
+    from_message,
+    grpc_status_of,
+    status_details,
+    to_message,
+)
+from ...a2a.grpc.messages import METHODS, SERVICE, Method
+from ...a2a.methods import Operation, wire_name
+from ...a2a.types import AgentCard, AgentInterface
+from ...errors import ConfigurationError, InternalError, RPCError
+from .._streams import SSEBody
+from .._wire import check_version, dump_result, extensions_of, headers_of, load_params
+from ..auth import Principal
+from ..context import CallContext
+
+__all__ = ["GRPC", "GRPCServer"]
+
+logger = logging.getLogger(__name__)
+
+GRPC: Final = "GRPC"
+_CODEC: Final = codec_for("1.0")
+#: Pool threads beyond the stream cap, for unary calls.
+_UNARY_THREADS: Final = 8
+
+
+class GRPCHost(Protocol):
+    """What the binding uses of the application (see :class:`A2AApplication`)."""
+
+    card: AgentCard
+    handler: Any
+    max_body_bytes: int
+    max_streams: int
+
+    def _principal(self, environ: Mapping[str, Any]) -> Principal | None: ...
+
+    def _admit(self) -> bool: ...
+
+    def _release(self) -> None: ...
+
+    def _check_extended_card(self) -> None: ...
+
+    def _stream(
+        self,
+        start_response: Any,
+        operation: Operation,
+        params: Any,
+        call: CallContext,
+        codec: Codec,
+        *,
+        body_class: type[SSEBody] = ...,
+    ) -> Any: ...
+
+    @property
+    def _cards(self) -> Any: ...
+
+
+@attrs.frozen
+class _Status(grpc.Status):  # type: ignore[misc]
+    """A call's final status (what ``context.abort_with_status`` takes)."""
+
+    code: grpc.StatusCode
+    details: str
+    trailing_metadata: tuple[tuple[str, bytes], ...] = ()
+
+
+class _Refused(Exception):
+    """A call refused before the handler: the status to answer with."""
+
+    def __init__(self, status: _Status) -> None:
+        super().__init__(status.details)
+        self.status = status
+
+
+def _error_status(exc: RPCError) -> _Status:
+    code = grpc_status_of(exc)
+    return _Status(
+        grpc.StatusCode[code],
+        exc.message,
+        ((STATUS_DETAILS_KEY, status_details(exc, code)),),
+    )
+
+
+_UNAUTHENTICATED: Final = _Status(grpc.StatusCode.UNAUTHENTICATED, "authentication required")
+_SHUTTING_DOWN: Final = _Status(grpc.StatusCode.UNAVAILABLE, "shutting down")
+_BUSY: Final = _Status(grpc.StatusCode.UNAVAILABLE, "too many streams")
+
+
+class GRPCStreamBody(SSEBody):
+    """A stream of the application whose items are the events themselves: the rpc's
+    generator turns them into ``StreamResponse`` messages. Heartbeats are not needed
+    (HTTP/2 keeps the connection); idle polls only check for shutdown."""
+
+    @staticmethod
+    def busy(start_response: Any) -> list[bytes]:
+        raise _Refused(_BUSY)
+
+    def __next__(self) -> Any:
+        while True:
+            if self._done:
+                self.close()
+                raise StopIteration
+            poll = getattr(self._events, "poll", None)
+            try:
+                if poll is None:
+                    return next(self._events)
+                event = poll(self._heartbeat_interval)
+            except BaseException:
+                self.close()
+                raise
+            if event is not None:
+                return event
+            if self._closing():
+                self.close()
+                raise StopIteration
+
+
+def _no_start_response(status: str, headers: Any, exc_info: Any = None) -> None:
+    """The binding answers with gRPC statuses, not HTTP ones."""
+
+
+class _Service:
+    """The rpc handlers of one application."""
+
+    def __init__(self, app: GRPCHost, address: Callable[[], str]) -> None:
+        self._app = app
+        self._address = address
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        handlers: dict[str, grpc.RpcMethodHandler] = {}
+        for method in METHODS.values():
+            if method.streaming:
+                handlers[method.name] = grpc.unary_stream_rpc_method_handler(
+                    self._streaming(method),
+                    request_deserializer=method.request.FromString,
+                    response_serializer=method.response.SerializeToString,
+                )
+            else:
+                handlers[method.name] = grpc.unary_unary_rpc_method_handler(
+                    self._unary(method),
+                    request_deserializer=method.request.FromString,
+                    response_serializer=method.response.SerializeToString,
+                )
+        return grpc.method_handlers_generic_handler(SERVICE, handlers)
+
+    # -- one call ---------------------------------------------------------------------------
+
+    def _environ(self, context: grpc.ServicerContext, method: Method) -> dict[str, Any]:
+        """The call as a WSGI-style environ: what the authenticator and the header
+        helpers read (metadata ``authorization`` -> ``HTTP_AUTHORIZATION``)."""
+        host, _, port = self._address().rpartition(":")
+        environ: dict[str, Any] = {
+            "REQUEST_METHOD": "POST",
+            "PATH_INFO": method.path,
+            "SCRIPT_NAME": "",
+            "SERVER_NAME": host,
+            "SERVER_PORT": port,
+            "SERVER_PROTOCOL": "HTTP/2",
+            "wsgi.url_scheme": "grpc",
+            "REMOTE_ADDR": context.peer(),
+            "a2a_sync.grpc_context": context,
+        }
+        for key, value in context.invocation_metadata():
+            if key.endswith("-bin") or key.startswith(":") or not isinstance(value, str):
+                continue
+            name = "HTTP_" + key.upper().replace("-", "_")
+            environ[name] = f"{environ[name]},{value}" if name in environ else value
+        return environ
+
+    def _begin(
+        self, request: Any, context: grpc.ServicerContext, method: Method
+    ) -> tuple[Any, CallContext, dict[str, Any]]:
+        """Authenticate, check the version and load the params (raising RPCError/_Refused)."""
+        environ = self._environ(context, method)
+        principal = self._app._principal(environ)
+        if principal is None:
+            raise _Refused(_UNAUTHENTICATED)
+        check_version(environ, "1.0")
+        operation = method.operation
+        params = load_params(_CODEC, operation, from_message(request))
+        if operation is Operation.GET_EXTENDED_CARD:
+            self._app._check_extended_card()
+            if principal.is_anonymous:
+                raise _Refused(_UNAUTHENTICATED)
+        call = CallContext(
+            principal=principal,
+            revision="1.0",
+            method=wire_name(operation, "1.0") or "",
+            operation=operation,
+            extensions=extensions_of(environ, "1.0"),
+            headers=headers_of(environ),
+            environ=environ,
+        )
+        return params, call, environ
+
+    def _unary(self, method: Method) -> Callable[[Any, grpc.ServicerContext], Any]:
+        def handle(request: Any, context: grpc.ServicerContext) -> Any:
+            if not self._app._admit():
+                context.abort_with_status(_SHUTTING_DOWN)
+            try:
+                outcome = self._answer(method, request, context)
+            finally:
+                self._app._release()
+            if isinstance(outcome, _Status):
+                context.abort_with_status(outcome)
+            return outcome
+
+        return handle
+
+    def _answer(self, method: Method, request: Any, context: grpc.ServicerContext) -> Any:
+        operation = method.operation
+        try:
+            params, call, environ = self._begin(request, context, method)
+            result = self._app.handler.dispatch(operation, params, call)
+            if operation is Operation.GET_EXTENDED_CARD:
+                result = self._app._cards.complete(result, environ)
+            answer = dump_result(_CODEC, operation, result)
+            return to_message(method.response, answer, method.name)
+        except _Refused as refused:
+            return refused.status
+        except RPCError as exc:
+            return _error_status(exc)
+        except Exception:  # the call's top level: log, answer without details
+            logger.exception("internal error answering gRPC %s", method.name)
+            return _error_status(InternalError())
+
+    def _streaming(self, method: Method) -> Callable[[Any, grpc.ServicerContext], Iterator[Any]]:
+        def handle(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+            body: Any = None
+            failure: _Status | None = None
+            try:
+                params, call, _ = self._begin(request, context, method)
+                body = self._app._stream(
+                    _no_start_response,
+                    method.operation,
+                    params,
+                    call,
+                    _CODEC,
+                    body_class=GRPCStreamBody,
+                )
+            except _Refused as refused:
+                failure = refused.status
+            except RPCError as exc:
+                failure = _error_status(exc)
+            except Exception:  # the call's top level
+                logger.exception("internal error opening gRPC %s", method.name)
+                failure = _error_status(InternalError())
+            if failure is not None:
+                context.abort_with_status(failure)
+            # The client going away (cancel, closed channel, deadline) ends the stream now,
+            # not at the next event.
+            context.add_callback(body.interrupt)
+            yield from self._events(body, method, context)
+
+        return handle
+
+    def _events(self, body: Any, method: Method, context: grpc.ServicerContext) -> Iterator[Any]:
+        failure: _Status | None = None
+        try:
+            for event in body:
+                if not context.is_active():
+                    return
+                yield to_message(
+                    method.response, _CODEC.dump_stream_event(event), method.name
+                )
+        except RPCError as exc:
+            failure = _error_status(exc)
+        except Exception:  # the stream's top level: log, one error status, end
+            logger.exception("internal error in gRPC %s", method.name)
+            failure = _error_status(InternalError())
+        finally:
+            body.close()
+        if failure is not None:
+            context.abort_with_status(failure)
+
+
+class GRPCServer:
+    """A gRPC server (grpcio, synchronous, thread pool) for one :class:`A2AApplication`.
+
+    Use as a context manager or call :meth:`start` and :meth:`stop`. On start the
+    application's card lists the ``GRPC`` interface at ``host:port`` (or
+    ``public_address``) when the card's interfaces are derived per request.
+
+    Args:
+        app: The application (its handler, authenticator, limits and card).
+        host: Address to bind (loopback by default).
+        port: Port (0: a free one; read :attr:`port` after :meth:`start`).
+        threads: Pool threads: every open stream holds one until it ends (default: the
+            app's ``max_streams`` plus 8 for unary calls).
+        max_receive_bytes: Largest request message (default: the app's
+            ``max_body_bytes``).
+        max_concurrent_rpcs: Calls in progress at once; beyond it RESOURCE_EXHAUSTED
+            (default: ``threads``, so calls never queue behind stuck streams).
+        credentials: ``grpc.ssl_server_credentials(...)`` for TLS (default: plaintext;
+            A2A requires TLS in production, spec §10.1).
+        public_address: The ``host:port`` clients should dial, for the card.
+
+    **Threads:** pool threads are named ``a2a-sync-grpc-N`` and joined by :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        app: GRPCHost,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        threads: int | None = None,
+        max_receive_bytes: int | None = None,
+        max_concurrent_rpcs: int | None = None,
+        credentials: grpc.ServerCredentials | None = None,
+        public_address: str | None = None,
+    ) -> None:
+        self._app = app
+        self._host = host
+        self._requested_port = port
+        self._threads = threads or app.max_streams + _UNARY_THREADS
+        self._max_receive = max_receive_bytes or app.max_body_bytes
+        self._max_rpcs = max_concurrent_rpcs or self._threads
+        self._credentials = credentials
+        self._public_address = public_address
+        self._server: grpc.Server | None = None
+        self._pool: futures.ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self.port = 0
+
+    @property
+    def address(self) -> str:
+        """``host:port`` as clients dial it (the card's GRPC interface URL)."""
+        if self._public_address is not None:
+            return self._public_address
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"{host}:{self.port}"
+
+    def start(self) -> GRPCServer:
+        """Bind and start serving.
+
+        Raises:
+            ConfigurationError: The address can not be bound, or already started.
+        """
+        with self._lock:
+            if self._server is not None:
+                raise ConfigurationError("this gRPC server is already started")
+            pool = futures.ThreadPoolExecutor(self._threads, thread_name_prefix="a2a-sync-grpc")
+            server = grpc.server(
+                pool,
+                handlers=[_Service(self._app, lambda: self.address).handler()],
+                options=[
+                    ("grpc.max_receive_message_length", self._max_receive),
+                    ("grpc.so_reuseport", 0),
+                ],
+                maximum_concurrent_rpcs=self._max_rpcs,
+            )
+            target = f"{self._host}:{self._requested_port}"
+            try:
+                if self._credentials is not None:
+                    port = server.add_secure_port(target, self._credentials)
+                else:
+                    port = server.add_insecure_port(target)
+            except RuntimeError as exc:
+                pool.shutdown(wait=False)
+                raise ConfigurationError(f"gRPC can not bind {target}: {exc}") from exc
+            server.start()
+            self._server, self._pool, self.port = server, pool, port
+        advertise = getattr(self._app._cards, "advertise", None)
+        if advertise is not None:
+            advertise(
+                AgentInterface(url=self.address, protocol_binding=GRPC, protocol_version="1.0")
+            )
+        logger.info("serving gRPC on %s", self.address)
+        return self
+
+    def stop(self, grace: float | None = 5.0) -> bool:
+        """Refuse new calls, give calls in flight (streams included) ``grace`` seconds,
+        then cancel the rest and join the pool threads. The application itself is not
+        closed (``app.close()`` ends its streams and agents).
+
+        Returns:
+            True when every call finished within ``grace``.
+        """
+        with self._lock:
+            server, pool = self._server, self._pool
+            self._server = self._pool = None
+        if server is None or pool is None:
+            return True
+        done = server.stop(grace)
+        finished = done.wait((grace or 0.0) + 5.0)
+        pool.shutdown(wait=True)
+        return bool(finished)
+
+    def __enter__(self) -> GRPCServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<GRPCServer {self.address}>"
