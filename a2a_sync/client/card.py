@@ -18,6 +18,7 @@ from ..a2a.methods import REVISIONS, Revision
 from ..a2a.types import AgentCard, AgentInterface
 from ..errors import ConfigurationError, HTTPStatusError, ProtocolError, excerpt
 from ..policies import Timeout, parse_retry_after
+from .bindings.grpc_target import parse_grpc_url
 
 __all__ = [
     "AGENT_CARD_PATH",
@@ -42,6 +43,7 @@ COMPATIBLE_REVISIONS: Final[Mapping[str, Revision]] = {"0.2": "0.3"}
 _BINDING_REVISIONS: Final[dict[str, tuple[str, ...]]] = {
     _JSONRPC: ("1.0", "0.3"),
     "HTTP+JSON": ("1.0", "0.3"),
+    "GRPC": ("1.0",),
 }
 
 #: Verifies a raw card (the JSON object as received) and returns the card *as verified*
@@ -182,6 +184,16 @@ def select_interface(
                 continue
             if interface.protocol_revision != revision:
                 continue
+            if binding == "GRPC":
+                try:
+                    parse_grpc_url(interface.url)
+                except ConfigurationError as exc:
+                    raise ProtocolError(
+                        f"agent {card.name!r} lists a {revision} GRPC interface whose URL "
+                        f"{redact_url(interface.url)!r} is not host:port",
+                        details=["GRPC interface URL must be host:port @ $.supportedInterfaces"],
+                    ) from exc
+                return interface, revision
             parts = urlsplit(interface.url)
             if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
                 raise ProtocolError(
