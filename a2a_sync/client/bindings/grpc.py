@@ -90,6 +90,11 @@ class _Channel:
                 options = [
                     ("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
                     ("grpc.enable_retries", 0),
+                    # After a dropped connection, calls fail fast (UNAVAILABLE) until the
+                    # channel reconnects: keep that window short for resubscribes.
+                    ("grpc.initial_reconnect_backoff_ms", 100),
+                    ("grpc.min_reconnect_backoff_ms", 100),
+                    ("grpc.max_reconnect_backoff_ms", 2000),
                 ]
                 if self._target.secure:
                     self._channel = grpc.secure_channel(
