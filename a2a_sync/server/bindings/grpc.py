@@ -8,7 +8,8 @@ environ, so ``authorization`` is ``HTTP_AUTHORIZATION``), the handler's ``dispat
 come from metadata: ``a2a-version`` (must be 1.x; missing means 0.3 and is refused with
 VERSION_NOT_SUPPORTED, as over HTTP), ``a2a-extensions``.
 
-Requests become the codec's params through their ProtoJSON form
+Request bytes are parsed by the binding (a malformed message is INVALID_ARGUMENT with
+an INVALID_REQUEST ErrorInfo, like any bad request) and become the codec's params through their ProtoJSON form
 (:mod:`a2a_sync.a2a.grpc.convert`); answers go back the same way. Errors are gRPC status
 codes with a ``google.rpc.Status`` carrying the ErrorInfo of the one error table in the
 ``grpc-status-details-bin`` trailer. The largest request accepted is
@@ -28,6 +29,7 @@ from typing import Any, Final, Protocol
 
 import attrs
 import grpc
+from google.protobuf.message import DecodeError
 
 from ...a2a.codec import Codec, codec_for
 from ...a2a.grpc.convert import (
@@ -40,7 +42,7 @@ from ...a2a.grpc.convert import (
 from ...a2a.grpc.messages import METHODS, SERVICE, Method
 from ...a2a.methods import Operation, wire_name
 from ...a2a.types import AgentCard, AgentInterface
-from ...errors import ConfigurationError, InternalError, RPCError
+from ...errors import ConfigurationError, InternalError, InvalidRequest, RPCError
 from .._streams import SSEBody
 from .._wire import check_version, dump_result, extensions_of, headers_of, load_params
 from ..auth import Principal
@@ -116,6 +118,7 @@ def _error_status(exc: RPCError) -> _Status:
 _UNAUTHENTICATED: Final = _Status(grpc.StatusCode.UNAUTHENTICATED, "authentication required")
 _SHUTTING_DOWN: Final = _Status(grpc.StatusCode.UNAVAILABLE, "shutting down")
 _BUSY: Final = _Status(grpc.StatusCode.UNAVAILABLE, "too many streams")
+_EXPIRED: Final = _Status(grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline passed before the call ran")
 
 
 class GRPCStreamBody(SSEBody):
@@ -147,6 +150,18 @@ class GRPCStreamBody(SSEBody):
                 raise StopIteration
 
 
+def _parse(method: Method, raw: bytes) -> Any:
+    """The request message from its bytes (parsed here, not by grpcio, so that a
+    malformed message is answered like any bad request: INVALID_ARGUMENT + ErrorInfo)."""
+    try:
+        return method.request.FromString(raw)
+    except DecodeError as exc:
+        raise InvalidRequest(
+            f"{method.name}: the request is not a valid {method.request.DESCRIPTOR.name} "
+            "message"
+        ) from exc
+
+
 def _no_start_response(status: str, headers: Any, exc_info: Any = None) -> None:
     """The binding answers with gRPC statuses, not HTTP ones."""
 
@@ -164,13 +179,11 @@ class _Service:
             if method.streaming:
                 handlers[method.name] = grpc.unary_stream_rpc_method_handler(
                     self._streaming(method),
-                    request_deserializer=method.request.FromString,
                     response_serializer=method.response.SerializeToString,
                 )
             else:
                 handlers[method.name] = grpc.unary_unary_rpc_method_handler(
                     self._unary(method),
-                    request_deserializer=method.request.FromString,
                     response_serializer=method.response.SerializeToString,
                 )
         return grpc.method_handlers_generic_handler(SERVICE, handlers)
@@ -209,7 +222,7 @@ class _Service:
             raise _Refused(_UNAUTHENTICATED)
         check_version(environ, "1.0")
         operation = method.operation
-        params = load_params(_CODEC, operation, from_message(request))
+        params = load_params(_CODEC, operation, from_message(_parse(method, request)))
         if operation is Operation.GET_EXTENDED_CARD:
             self._app._check_extended_card()
             if principal.is_anonymous:
@@ -243,6 +256,9 @@ class _Service:
         operation = method.operation
         try:
             params, call, environ = self._begin(request, context, method)
+            remaining = context.time_remaining()
+            if remaining is not None and remaining <= 0:
+                return _EXPIRED  # the caller gave up already: do not act on it
             result = self._app.handler.dispatch(operation, params, call)
             if operation is Operation.GET_EXTENDED_CARD:
                 result = self._app._cards.complete(result, environ)
