@@ -149,14 +149,17 @@ def test_extended_card_over_grpc(grpc_client: A2AClient) -> None:
 def test_errors_are_the_same_types_as_over_jsonrpc(
     call: str, grpc_client: A2AClient, jsonrpc_client: A2AClient
 ) -> None:
+    def attempt(client: A2AClient) -> None:
+        if call == "get":
+            client.get_task("no-such-task")
+        elif call == "cancel":
+            client.cancel_task("no-such-task")
+        else:
+            list(client.subscribe("no-such-task"))
+
     for client in (grpc_client, jsonrpc_client):
         with pytest.raises(TaskNotFound) as caught:
-            if call == "get":
-                client.get_task("no-such-task")
-            elif call == "cancel":
-                client.cancel_task("no-such-task")
-            else:
-                list(client.subscribe("no-such-task"))
+            attempt(client)
         assert caught.value.code == -32001
 
 

@@ -1,8 +1,8 @@
 """A scripted a2a-sdk 1.3 agent: JSON-RPC A2A 1.0 and 0.3 on one URL, behaviour by message.
 
-Run: ``python a2a_sdk_agent.py [--port PORT] [--token TOKEN] [--rest] [--grpc]``. It binds 127.0.0.1 (port 0
-picks a free port), prints ``PORT <n>`` on stdout once the socket is bound, and serves
-until terminated. Start it through :mod:`tests.peers.fixtures` rather than by hand.
+Run: ``python a2a_sdk_agent.py [--port PORT] [--token TOKEN] [--rest] [--grpc]``. It binds
+127.0.0.1 (port 0 picks a free port), prints ``PORT <n>`` on stdout once the socket is
+bound, and serves until terminated. Start it through :mod:`tests.peers.fixtures`.
 
 The card at ``/.well-known/agent-card.json`` advertises a JSON-RPC 1.0 and a JSON-RPC 0.3
 interface on the same URL (``enable_v0_3_compat=True``; a2a-sdk serves the merged

@@ -112,7 +112,9 @@ def still_serving(channel: Any, app: A2AApplication, agent: EchoAgent, stored: i
     assert listing.response.FromString(raw).total_size == stored
 
 
-def test_malformed_message_is_invalid_argument(channel: Any, app: A2AApplication, agent: EchoAgent) -> None:
+def test_malformed_message_is_invalid_argument(
+    channel: Any, app: A2AApplication, agent: EchoAgent
+) -> None:
     assert refused(unary(channel), b"\xff\xff\xff\x0f garbage") == (
         "INVALID_ARGUMENT",
         "INVALID_REQUEST",
@@ -121,7 +123,9 @@ def test_malformed_message_is_invalid_argument(channel: Any, app: A2AApplication
     still_serving(channel, app, agent)
 
 
-def test_oversized_message_is_resource_exhausted(channel: Any, app: A2AApplication, agent: EchoAgent) -> None:
+def test_oversized_message_is_resource_exhausted(
+    channel: Any, app: A2AApplication, agent: EchoAgent
+) -> None:
     """grpcio refuses a message over the configured size before any handler runs (so no
     ErrorInfo can be attached: the status is grpc core's)."""
     code, reason, _ = refused(unary(channel), send_bytes("x" * (MAX_RECEIVE + 1)))
@@ -129,7 +133,9 @@ def test_oversized_message_is_resource_exhausted(channel: Any, app: A2AApplicati
     still_serving(channel, app, agent)
 
 
-def test_unknown_enum_value_is_invalid_params(channel: Any, app: A2AApplication, agent: EchoAgent) -> None:
+def test_unknown_enum_value_is_invalid_params(
+    channel: Any, app: A2AApplication, agent: EchoAgent
+) -> None:
     request = SEND.request.FromString(send_bytes())
     request.message.role = 7  # proto3 enums are open: the number survives the wire
     code, reason, fields = refused(unary(channel), request.SerializeToString())
@@ -162,7 +168,9 @@ def test_invalid_version_metadata_is_version_not_supported(
     still_serving(channel, app, agent)
 
 
-def test_an_expired_deadline_runs_nothing(channel: Any, app: A2AApplication, agent: EchoAgent) -> None:
+def test_an_expired_deadline_runs_nothing(
+    channel: Any, app: A2AApplication, agent: EchoAgent
+) -> None:
     with pytest.raises(grpc.RpcError) as caught:
         unary(channel)(send_bytes(), timeout=1e-6, metadata=VERSION)
     assert caught.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED

@@ -89,7 +89,7 @@ async def client_for(sdk_card: Any, *, streaming: bool) -> Any:
     config = ClientConfig(
         streaming=streaming,
         supported_protocol_bindings=["GRPC"],
-        grpc_channel_factory=lambda url: grpc.aio.insecure_channel(url),
+        grpc_channel_factory=grpc.aio.insecure_channel,
     )
     return await create_client(sdk_card, client_config=config)
 

@@ -52,7 +52,7 @@ def to_message(cls: Any, params: Mapping[str, Any] | None, what: str) -> Message
     message: Message = cls()
     if params:
         try:
-            json_format.ParseDict(params, message, ignore_unknown_fields=False)
+            json_format.ParseDict(dict(params), message, ignore_unknown_fields=False)
         except json_format.ParseError as exc:
             raise _e.InvalidParams(
                 f"{what}: the params do not fit {message.DESCRIPTOR.name}: {exc}",
@@ -84,7 +84,7 @@ def status_details(exc: _e.RPCError, code: str | None = None) -> bytes:
         },
         status_pb2.Status(),
     )
-    return status.SerializeToString()
+    return bytes(status.SerializeToString())
 
 
 def error_from_grpc(code: str, message: str, details: bytes | None) -> _e.RPCError | None:

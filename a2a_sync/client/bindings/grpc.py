@@ -277,7 +277,8 @@ class GRPCTransport:
         """The a2a_sync error a failed call stands for."""
         code = _code(exc)
         details = _details(exc)
-        message = exc.details() if isinstance(exc, grpc.Call) else str(exc)
+        details_text = getattr(exc, "details", None)
+        message = details_text() if callable(details_text) else str(exc)
         where = f"{method.name} to {self.target.target}"
         typed = error_from_grpc(code, message or "", details)
         if typed is not None and (details or not streaming):
@@ -307,14 +308,17 @@ class GRPCTransport:
 
 
 def _code(exc: grpc.RpcError) -> str:
-    code = exc.code() if isinstance(exc, grpc.Call) else None
-    return code.name if code is not None else "UNKNOWN"
+    """The status code name of a failed call (its exceptions are also ``grpc.Call``)."""
+    code = getattr(exc, "code", None)
+    found = code() if callable(code) else None
+    return found.name if isinstance(found, grpc.StatusCode) else "UNKNOWN"
 
 
 def _details(exc: grpc.RpcError) -> bytes | None:
-    if not isinstance(exc, grpc.Call):
+    trailing = getattr(exc, "trailing_metadata", None)
+    if not callable(trailing):
         return None
-    for key, value in exc.trailing_metadata() or ():
+    for key, value in trailing() or ():
         if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
             return value
     return None

@@ -9,8 +9,9 @@ come from metadata: ``a2a-version`` (must be 1.x; missing means 0.3 and is refus
 VERSION_NOT_SUPPORTED, as over HTTP), ``a2a-extensions``.
 
 Request bytes are parsed by the binding (a malformed message is INVALID_ARGUMENT with
-an INVALID_REQUEST ErrorInfo, like any bad request) and become the codec's params through their ProtoJSON form
-(:mod:`a2a_sync.a2a.grpc.convert`); answers go back the same way. Errors are gRPC status
+an INVALID_REQUEST ErrorInfo, like any bad request) and become the codec's params
+through their ProtoJSON form (:mod:`a2a_sync.a2a.grpc.convert`); answers go back the
+same way. Errors are gRPC status
 codes with a ``google.rpc.Status`` carrying the ErrorInfo of the one error table in the
 ``grpc-status-details-bin`` trailer. The largest request accepted is
 ``max_receive_bytes`` (default: the app's ``max_body_bytes``); larger ones fail with
@@ -90,7 +91,7 @@ class GRPCHost(Protocol):
 
 
 @attrs.frozen
-class _Status(grpc.Status):  # type: ignore[misc]
+class _Status(grpc.Status):
     """A call's final status (what ``context.abort_with_status`` takes)."""
 
     code: grpc.StatusCode
@@ -118,7 +119,9 @@ def _error_status(exc: RPCError) -> _Status:
 _UNAUTHENTICATED: Final = _Status(grpc.StatusCode.UNAUTHENTICATED, "authentication required")
 _SHUTTING_DOWN: Final = _Status(grpc.StatusCode.UNAVAILABLE, "shutting down")
 _BUSY: Final = _Status(grpc.StatusCode.UNAVAILABLE, "too many streams")
-_EXPIRED: Final = _Status(grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline passed before the call ran")
+_EXPIRED: Final = _Status(
+    grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline passed before the call ran"
+)
 
 
 class GRPCStreamBody(SSEBody):
@@ -157,8 +160,7 @@ def _parse(method: Method, raw: bytes) -> Any:
         return method.request.FromString(raw)
     except DecodeError as exc:
         raise InvalidRequest(
-            f"{method.name}: the request is not a valid {method.request.DESCRIPTOR.name} "
-            "message"
+            f"{method.name}: the request is not a valid {method.request.DESCRIPTOR.name} message"
         ) from exc
 
 
@@ -174,7 +176,7 @@ class _Service:
         self._address = address
 
     def handler(self) -> grpc.GenericRpcHandler:
-        handlers: dict[str, grpc.RpcMethodHandler] = {}
+        handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
         for method in METHODS.values():
             if method.streaming:
                 handlers[method.name] = grpc.unary_stream_rpc_method_handler(
@@ -308,9 +310,7 @@ class _Service:
             for event in body:
                 if not context.is_active():
                     return
-                yield to_message(
-                    method.response, _CODEC.dump_stream_event(event), method.name
-                )
+                yield to_message(method.response, _CODEC.dump_stream_event(event), method.name)
         except RPCError as exc:
             failure = _error_status(exc)
         except Exception:  # the stream's top level: log, one error status, end
