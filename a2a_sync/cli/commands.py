@@ -391,8 +391,10 @@ def _parser() -> argparse.ArgumentParser:
     a2a.add_argument("--revision", choices=("1.0", "0.3"), help="A2A revision to use")
     a2a.add_argument(
         "--binding",
-        choices=("JSONRPC", "HTTP+JSON"),
-        help="protocol binding to use (default: JSON-RPC, else HTTP+JSON, as the card offers)",
+        choices=("JSONRPC", "HTTP+JSON", "GRPC"),
+        type=str.upper,
+        help="protocol binding to use (default: JSON-RPC, else HTTP+JSON, as the card offers;"
+        " GRPC needs the grpc extra)",
     )
     a2a.add_argument(
         "--wait-timeout",
