@@ -16,7 +16,8 @@ bytes, no conversion) drives it.
 **Client** (``CPU µs/op`` of this process): both against the same a2a_sync gRPC server
 process: ``ours`` (A2AClient, binding GRPC) and ``sdk`` (a2a-sdk's client, gRPC
 transport on ``grpc.aio``; baseline): one SendMessage each; ``*-event``: one event of a
-100-chunk stream. Target: ours <= 0.5x sdk.
+100-chunk stream (``ours-event-inline``: ``threaded_streams=False``, the consuming thread
+reads the call). Target: ours <= 0.5x sdk.
 
 Run from the repo top::
 
@@ -173,9 +174,7 @@ class Driver:
 
         self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         self.send_call = self.channel.unary_unary("/lf.a2a.v1.A2AService/SendMessage")
-        self.stream_call = self.channel.unary_stream(
-            "/lf.a2a.v1.A2AService/SendStreamingMessage"
-        )
+        self.stream_call = self.channel.unary_stream("/lf.a2a.v1.A2AService/SendStreamingMessage")
 
     @staticmethod
     def request(text: str) -> bytes:
@@ -221,11 +220,13 @@ def streaming(driver: Driver) -> Callable[[int], int]:
 # -- the client table ----------------------------------------------------------------------------
 
 
-def ours_client(port: int) -> tuple[Callable[[int], int], Callable[[int], int], Any]:
+def ours_client(
+    port: int, *, threaded: bool = True
+) -> tuple[Callable[[int], int], Callable[[int], int], Any]:
     from a2a_sync.client import A2AClient
     from a2a_sync.types import Task, TaskState
 
-    client = A2AClient(f"127.0.0.1:{port}", binding="GRPC", timeout=30)
+    client = A2AClient(f"127.0.0.1:{port}", binding="GRPC", timeout=30, threaded_streams=threaded)
     task = client.send_message("hi")
     assert isinstance(task, Task)
     assert (task.state, task.text) == (TaskState.completed, "echo: hi")
@@ -371,6 +372,7 @@ def server_table(rest: list[str]) -> None:
 def client_table(rest: list[str]) -> None:
     server, port = _spawn("ours")
     ours_send, ours_events, ours = ours_client(port)
+    _, inline_events, inline = ours_client(port, threaded=False)
     sdk_send, sdk_events, sdk_close = sdk_client(port)
     try:
         run_cli(
@@ -379,6 +381,7 @@ def client_table(rest: list[str]) -> None:
                 Variant("ours-send", ours_send, baseline="sdk-send"),
                 Variant("sdk-event", sdk_events, baseline="sdk-send"),
                 Variant("ours-event", ours_events, baseline="sdk-event"),
+                Variant("ours-event-inline", inline_events, baseline="sdk-event"),
             ],
             baseline="sdk-send",
             default_n=400,
@@ -387,6 +390,7 @@ def client_table(rest: list[str]) -> None:
         )
     finally:
         ours.close()
+        inline.close()
         sdk_close()
         _stop(server)
 

@@ -163,17 +163,37 @@ def test_errors_are_the_same_types_as_over_jsonrpc(
         assert caught.value.code == -32001
 
 
-def test_a_stream_closed_from_another_thread_stops_the_reader(grpc_client: A2AClient) -> None:
+@pytest.mark.parametrize("threaded", [True, False])
+def test_a_stream_closed_from_another_thread_stops_the_reader(
+    grpc_client: A2AClient, threaded: bool
+) -> None:
+    """Read ahead by the binding's thread or by the consumer (``threaded_streams``): a
+    close from another thread ends a blocked read with Cancelled."""
     started = grpc_client.send_message("slow 200", return_immediately=True)
     assert isinstance(started, Task)
-    stream = grpc_client.subscribe(started.id)
-    next(iter(stream))
-    closer = threading.Thread(target=stream.close, name="a2a-sync-test-closer")
-    closer.start()
-    closer.join(PEER_TIMEOUT)
-    assert not closer.is_alive()
-    with pytest.raises((Cancelled, StopIteration)):
-        next(stream)
+    with A2AClient(
+        grpc_client.url, binding="GRPC", timeout=PEER_TIMEOUT, threaded_streams=threaded
+    ) as client:
+        stream = client.subscribe(started.id)
+        next(iter(stream))
+        blocked = threading.Event()
+        outcome: list[BaseException] = []
+
+        def read() -> None:
+            blocked.set()
+            try:
+                for _ in stream:
+                    pass
+            except BaseException as exc:  # noqa: BLE001 - recorded for the assertion
+                outcome.append(exc)
+
+        reader = threading.Thread(target=read, name="a2a-sync-test-reader")
+        reader.start()
+        assert blocked.wait(PEER_TIMEOUT)
+        stream.close()
+        reader.join(PEER_TIMEOUT)
+        assert not reader.is_alive()
+        assert outcome == [] or isinstance(outcome[0], Cancelled)
     grpc_client.cancel_task(started.id)
     assert not [t for t in threading.enumerate() if t.name.startswith("a2a-sync-grpc-stream")]
 

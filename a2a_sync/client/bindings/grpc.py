@@ -233,6 +233,7 @@ class GRPCTransport:
         call = self.channel.callable(method)(request, metadata=self._metadata(card))
         stream = GRPCEventStream(
             call,
+            threaded=self.threaded_streams,
             idle_timeout=self.stream_idle_timeout,
             error=lambda exc: self._error(exc, method, None, streaming=True),
             url=self.target.target,
@@ -353,13 +354,24 @@ class _Failed:
 
 
 class GRPCEventStream:
-    """The events of one server-streaming call, read ahead by a named daemon thread.
+    """The events of one server-streaming call, read ahead by a named daemon thread
+    (``threaded``, the default) or by the consuming thread itself.
 
     ``next_event`` returns the next event (``None`` at the end) or raises the call's
-    error; :meth:`close` cancels the call from any thread and joins the reader.
+    error; :meth:`close` cancels the call from any thread (and joins the reader). Without
+    the thread one wake-up per event is saved, and ``idle_timeout`` is not enforced (a
+    blocked read ends with :meth:`close` or the connection).
     """
 
-    def __init__(self, call: Any, *, idle_timeout: float | None, error: Any, url: str) -> None:
+    def __init__(
+        self,
+        call: Any,
+        *,
+        idle_timeout: float | None,
+        error: Any,
+        url: str,
+        threaded: bool = True,
+    ) -> None:
         self._call = call
         self._idle_timeout = idle_timeout
         self._error = error
@@ -367,10 +379,14 @@ class GRPCEventStream:
         self._queue: queue.Queue[Any] = queue.Queue(_QUEUE)
         self._closed = threading.Event()
         self._ended = False
-        self._thread = threading.Thread(
-            target=self._read, name=f"a2a-sync-grpc-stream-{next(_stream_numbers)}", daemon=True
-        )
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        if threaded:
+            self._thread = threading.Thread(
+                target=self._read,
+                name=f"a2a-sync-grpc-stream-{next(_stream_numbers)}",
+                daemon=True,
+            )
+            self._thread.start()
 
     def _read(self) -> None:
         try:
@@ -405,6 +421,8 @@ class GRPCEventStream:
             return None
         if self._closed.is_set():
             raise Cancelled("the stream was closed", url=self._url)
+        if self._thread is None:
+            return self._read_inline()
         try:
             item = self._queue.get(timeout=timeout if timeout is not None else self._idle_timeout)
         except queue.Empty:
@@ -426,15 +444,36 @@ class GRPCEventStream:
             raise (self._error(error) if isinstance(error, grpc.RpcError) else error)
         return _Event(item)
 
+    def _read_inline(self) -> _Event | None:
+        try:
+            message = next(self._call)
+        except StopIteration:
+            self._ended = True
+            return None
+        except grpc.RpcError as exc:
+            self._ended = True
+            if self._closed.is_set():
+                raise Cancelled("the stream was closed", url=self._url) from exc
+            raise self._error(exc) from exc
+        return _Event(from_message(message))
+
     def close(self) -> None:
         """Cancel the call and join the reader (safe from any thread; idempotent)."""
         self._closed.set()
         self._call.cancel()
-        while True:  # unblock a reader waiting for room
+        if self._thread is None:
+            return
+        # Unblock the reader waiting for room, then wake a consumer waiting for an event.
+        while True:
             try:
                 self._queue.get_nowait()
             except queue.Empty:
+                pass
+            try:
+                self._queue.put_nowait(_Failed(Cancelled("the stream was closed", url=self._url)))
                 break
+            except queue.Full:
+                continue
         if threading.current_thread() is not self._thread:
             self._thread.join()
 
