@@ -99,8 +99,14 @@ def serve_sdk(port: int) -> None:
     from a2a.server.events import EventQueue
     from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
     from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-    from a2a.types import AgentCapabilities, AgentCard, AgentInterface, Part, TaskState
-    from a2a.types import a2a_pb2_grpc
+    from a2a.types import (
+        AgentCapabilities,
+        AgentCard,
+        AgentInterface,
+        Part,
+        TaskState,
+        a2a_pb2_grpc,
+    )
 
     class Echo(AgentExecutor):
         async def execute(self, context: RequestContext, queue: EventQueue) -> None:

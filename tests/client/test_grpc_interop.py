@@ -184,7 +184,7 @@ def test_a_stream_closed_from_another_thread_stops_the_reader(
             try:
                 for _ in stream:
                     pass
-            except BaseException as exc:  # noqa: BLE001 - recorded for the assertion
+            except BaseException as exc:
                 outcome.append(exc)
 
         reader = threading.Thread(target=read, name="a2a-sync-test-reader")

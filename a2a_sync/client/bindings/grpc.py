@@ -25,6 +25,7 @@ queue; :meth:`GRPCEventStream.close` works from any thread and joins it.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import queue
@@ -465,10 +466,8 @@ class GRPCEventStream:
             return
         # Unblock the reader waiting for room, then wake a consumer waiting for an event.
         while True:
-            try:
+            with contextlib.suppress(queue.Empty):
                 self._queue.get_nowait()
-            except queue.Empty:
-                pass
             try:
                 self._queue.put_nowait(_Failed(Cancelled("the stream was closed", url=self._url)))
                 break
