@@ -91,6 +91,9 @@ class _Channel:
                 options = [
                     ("grpc.max_receive_message_length", MAX_RECEIVE_BYTES),
                     ("grpc.enable_retries", 0),
+                    # Streams are read on the thread that iterates them (a2a_sync's reader
+                    # or the consumer), not on one more grpcio thread.
+                    ("SingleThreadedUnaryStream", 1),
                     # After a dropped connection, calls fail fast (UNAVAILABLE) until the
                     # channel reconnects: keep that window short for resubscribes.
                     ("grpc.initial_reconnect_backoff_ms", 100),
