@@ -125,3 +125,118 @@ def test_a_status_without_details_falls_back_by_code() -> None:
     assert type(convert.error_from_grpc("INVALID_ARGUMENT", "x", None)) is errors.InvalidParams
     assert type(convert.error_from_grpc("INTERNAL", "x", b"\xff broken")) is errors.InternalError
     assert convert.error_from_grpc("UNAVAILABLE", "x", None) is None
+
+
+SAMPLES = [
+    (
+        "AgentCard",
+        {
+            "name": "n",
+            "description": "d",
+            "version": "1",
+            "supportedInterfaces": [
+                {"url": "h:1", "protocolBinding": "GRPC", "protocolVersion": "1.0"}
+            ],
+            "capabilities": {"streaming": True, "pushNotifications": False, "extensions": []},
+            "securitySchemes": {
+                "bearer": {"httpAuthSecurityScheme": {"scheme": "bearer"}},
+                "oauth": {
+                    "oauth2SecurityScheme": {
+                        "flows": {
+                            "clientCredentials": {"tokenUrl": "https://t", "scopes": {"a": "b"}}
+                        }
+                    }
+                },
+            },
+            "securityRequirements": [{"schemes": {"bearer": {"list": ["x", "y"]}}}],
+            "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain"],
+            "skills": [{"id": "s", "name": "S", "description": "d", "tags": ["t"]}],
+            "signatures": [{"protected": "p", "signature": "s", "header": {"kid": "k"}}],
+            "iconUrl": "https://i",
+        },
+    ),
+    (
+        "StreamResponse",
+        {
+            "artifactUpdate": {
+                "taskId": "t",
+                "contextId": "c",
+                "artifact": {
+                    "artifactId": "a",
+                    "parts": [
+                        {"raw": "aGVsbG8=", "mediaType": "text/plain", "filename": "f"},
+                        {"data": {"x": [1, None, "s", {"y": False}]}},
+                        {"url": "https://u"},
+                    ],
+                },
+                "append": True,
+                "lastChunk": False,
+                "metadata": {"m": 1},
+            }
+        },
+    ),
+    (
+        "ListTasksRequest",
+        {
+            "tenant": "x",
+            "status": "TASK_STATE_WORKING",
+            "pageSize": 0,
+            "historyLength": 3,
+            "statusTimestampAfter": "2026-01-02T03:04:05.123Z",
+            "includeArtifacts": False,
+        },
+    ),
+    ("ListTasksResponse", {"tasks": [], "nextPageToken": "", "pageSize": 50, "totalSize": 7}),
+    (
+        "TaskPushNotificationConfig",
+        {"taskId": "t", "id": "i", "url": "https://h", "authentication": {"scheme": "Bearer"}},
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "wire"), SAMPLES, ids=[s[0] for s in SAMPLES])
+def test_the_fast_protojson_agrees_with_json_format(name: str, wire: dict[str, object]) -> None:
+    from google.protobuf import json_format
+
+    from a2a_sync.a2a.grpc import protojson
+
+    cls = message_class(name)
+    ours = protojson.parse(wire, cls())
+    theirs = json_format.ParseDict(wire, cls())
+    assert ours == theirs
+    assert ours.SerializeToString(deterministic=True) == theirs.SerializeToString(
+        deterministic=True
+    )
+    assert protojson.to_dict(theirs) == json_format.MessageToDict(theirs)
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        {"id": 5},
+        {"historyLength": "x"},
+        {"historyLength": True},
+        {"nope": 1},
+        {"id": "t", "historyLength": 1.5},
+    ],
+)
+def test_the_fast_protojson_refuses_what_json_format_refuses(wire: dict[str, object]) -> None:
+    from google.protobuf import json_format
+
+    from a2a_sync.a2a.grpc import protojson
+
+    cls = message_class("GetTaskRequest")
+    with pytest.raises(protojson.ProtoJSONError):
+        protojson.parse(wire, cls())
+    with pytest.raises(json_format.ParseError):
+        json_format.ParseDict(wire, cls())
+
+
+def test_an_unknown_enum_number_is_kept_as_a_number() -> None:
+    from google.protobuf import json_format
+
+    from a2a_sync.a2a.grpc import protojson
+
+    message = message_class("Message")(role=7)
+    assert protojson.to_dict(message) == json_format.MessageToDict(message) == {"role": 7}

@@ -2,9 +2,9 @@
 
 The 1.0 codec (:mod:`a2a_sync.a2a.codec`) already reads and writes the ProtoJSON form of
 the ``lf.a2a.v1`` messages: the JSON-RPC ``result``/``params`` and the HTTP+JSON bodies
-are exactly those. So a protobuf message converts to the attrs models in two steps, each
-existing and tested: ``google.protobuf.json_format`` (ProtoJSON of the message) and the
-codec (dict <-> attrs). No protobuf type reaches the public API.
+are exactly those. So a protobuf message converts to the attrs models in two steps: its
+ProtoJSON dict (:mod:`.protojson`, ``json_format``'s results at a fraction of its cost)
+and the codec (dict <-> attrs). No protobuf type reaches the public API.
 
 Errors: a gRPC error is a status code, a message and, for A2A errors, a serialized
 ``google.rpc.Status`` carrying an ErrorInfo (trailing metadata
@@ -23,6 +23,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 
 from ... import errors as _e
 from ..error_codes import ERROR_INFO_TYPE, error_details, error_from_status, row_for
+from .protojson import ProtoJSONError, parse, to_dict
 
 __all__ = [
     "STATUS_DETAILS_KEY",
@@ -52,8 +53,8 @@ def to_message(cls: Any, params: Mapping[str, Any] | None, what: str) -> Message
     message: Message = cls()
     if params:
         try:
-            json_format.ParseDict(dict(params), message, ignore_unknown_fields=False)
-        except json_format.ParseError as exc:
+            parse(dict(params), message)
+        except ProtoJSONError as exc:
             raise _e.InvalidParams(
                 f"{what}: the params do not fit {message.DESCRIPTOR.name}: {exc}",
                 data={"errors": [str(exc)]},
@@ -64,7 +65,8 @@ def to_message(cls: Any, params: Mapping[str, Any] | None, what: str) -> Message
 def from_message(message: Message) -> dict[str, Any]:
     """The ProtoJSON dict of ``message`` (lowerCamelCase names, enums by name, unset
     fields left out): what the 1.0 codec loads."""
-    return json_format.MessageToDict(message)
+    result: dict[str, Any] = to_dict(message)
+    return result
 
 
 def grpc_status_of(exc: _e.RPCError) -> str:
