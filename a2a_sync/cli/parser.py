@@ -60,8 +60,10 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--revision", choices=("1.0", "0.3"), help="A2A revision to use")
     parser.add_argument(
         "--binding",
-        choices=("JSONRPC", "HTTP+JSON"),
-        help="protocol binding to use (default: the card's first one this client speaks)",
+        choices=("JSONRPC", "HTTP+JSON", "GRPC"),
+        type=str.upper,
+        help="protocol binding to use (default: the card's first one this client speaks;"
+        " GRPC needs the grpc extra)",
     )
 
 

@@ -35,7 +35,13 @@ from ..a2a.types import AgentCapabilities, AgentCard, AgentSkill
 from ..errors import A2ASyncError, ConfigurationError
 from ..server.app import DEFAULT_GRACE_PERIOD, A2AApplication
 from ..server.executor import AgentExecutor
-from ..server.serving import DEFAULT_DATABASE, DEFAULT_PORT, open_task_store, serve_in_thread
+from ..server.serving import (
+    DEFAULT_DATABASE,
+    DEFAULT_PORT,
+    grpc_server,
+    open_task_store,
+    serve_in_thread,
+)
 
 __all__ = ["DEFAULT_PORT", "add_arguments", "load_target", "run_serve"]
 
@@ -61,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rest-path",
         help="also serve the HTTP+JSON (REST) binding below this path, e.g. /rest "
         "(for an executor)",
+    )
+    parser.add_argument(
+        "--grpc-port", type=int, help="also serve gRPC on this port (0: free; the grpc extra)"
     )
     parser.add_argument(
         "--grace",
@@ -207,6 +216,10 @@ def run_serve(args: argparse.Namespace, out: IO[str], as_json: bool) -> int:
     try:
         with contextlib.ExitStack() as stack:
             app, what = _application(args, stack)
+            if args.grpc_port is not None:  # stops after the HTTP server, which ends streams
+                grpc = stack.enter_context(grpc_server(app, args.host, args.grpc_port))
+                if not as_json:
+                    out.write(f"serving gRPC at {grpc.address}\n")
             url = stack.enter_context(serve_in_thread(app, args.host, args.port, grace=args.grace))
             name = app.card.name if isinstance(app, A2AApplication) else what
             if as_json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -18,6 +19,7 @@ from ..a2a.methods import REVISIONS, Revision
 from ..a2a.types import AgentCard, AgentInterface
 from ..errors import ConfigurationError, HTTPStatusError, ProtocolError, excerpt
 from ..policies import Timeout, parse_retry_after
+from .bindings.grpc_target import parse_grpc_url
 
 __all__ = [
     "AGENT_CARD_PATH",
@@ -42,6 +44,7 @@ COMPATIBLE_REVISIONS: Final[Mapping[str, Revision]] = {"0.2": "0.3"}
 _BINDING_REVISIONS: Final[dict[str, tuple[str, ...]]] = {
     _JSONRPC: ("1.0", "0.3"),
     "HTTP+JSON": ("1.0", "0.3"),
+    "GRPC": ("1.0",),
 }
 
 #: Verifies a raw card (the JSON object as received) and returns the card *as verified*
@@ -197,7 +200,7 @@ def select_interface(
         ProtocolError: The chosen interface's URL is not an absolute http(s) URL.
     """
     del card_url
-    wanted = [b.upper() for b in (bindings if bindings is not None else _BINDING_REVISIONS)]
+    wanted = [b.upper() for b in (bindings if bindings is not None else _spoken_bindings())]
     candidates = [
         (wanted.index(binding) if bindings is not None else 0, position, interface)
         for position, interface in enumerate(_as_spoken(card))
@@ -208,6 +211,16 @@ def select_interface(
     if candidates:
         interface = min(candidates, key=lambda c: (c[0], c[1]))[2]
         revision = interface.protocol_revision
+        if interface.protocol_binding.upper() == "GRPC":
+            try:
+                parse_grpc_url(interface.url)
+            except ConfigurationError as exc:
+                raise ProtocolError(
+                    f"agent {card.name!r} lists a {revision} GRPC interface whose URL "
+                    f"{redact_url(interface.url)!r} is not host:port",
+                    details=["GRPC interface URL must be host:port @ $.supportedInterfaces"],
+                ) from exc
+            return interface, revision  # type: ignore[return-value]
         parts = urlsplit(interface.url)
         if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
             raise ProtocolError(
@@ -231,6 +244,15 @@ def select_interface(
         f"agent {card.name!r} offers no {' or '.join(wanted)} interface in A2A "
         f"{' or '.join(revisions)} (it offers: {offered or 'nothing'}){hint}"
     )
+
+
+def _spoken_bindings() -> list[str]:
+    """The bindings this installation speaks: gRPC only with the ``grpc`` extra."""
+    return [
+        binding
+        for binding in _BINDING_REVISIONS
+        if binding != "GRPC" or importlib.util.find_spec("grpc") is not None
+    ]
 
 
 def _as_spoken(card: AgentCard) -> list[AgentInterface]:

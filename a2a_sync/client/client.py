@@ -29,7 +29,8 @@ from ..errors import ConfigurationError, ProtocolError, TaskNotFound, Unsupporte
 from ..policies import RetryPolicy, Timeout
 from ._message import MessageInput, as_message, send_params
 from .auth import Credentials, OriginBoundCredentials, origin_of
-from .bindings import JSONRPC, Binding, binding_class
+from .bindings import GRPC, JSONRPC, Binding, binding_class
+from .bindings.grpc_target import parse_grpc_url
 from .bindings.jsonrpc import TimeoutArg, static_headers
 from .card import (
     CardFetch,
@@ -67,7 +68,8 @@ class A2AClient:
     Args:
         url: The endpoint (JSON-RPC URL, or the HTTP+JSON base URL).
         revision: ``"1.0"`` or ``"0.3"``.
-        binding: ``"JSONRPC"`` (default) or ``"HTTP+JSON"`` (A2A 1.0 REST).
+        binding: ``"JSONRPC"`` (default), ``"HTTP+JSON"`` (A2A 1.0 REST) or ``"GRPC"``
+            (A2A 1.0 gRPC, the ``grpc`` extra; ``url`` is ``host:port``).
         card: The agent's card, if known (used for credentials and capabilities).
         credentials: A :class:`~a2a_sync.client.auth.Credentials` (e.g. ``BearerToken``,
             ``APIKey``), sent only to ``trusted_origins``.
@@ -118,7 +120,7 @@ class A2AClient:
         binding_cls = binding_class(binding)
         if binding_cls is None:
             raise ConfigurationError(
-                f"unknown A2A binding {binding!r}; use 'JSONRPC' or 'HTTP+JSON'"
+                f"unknown A2A binding {binding!r}; use 'JSONRPC', 'HTTP+JSON' or 'GRPC'"
             )
         self.binding = binding.strip().upper()
         if auth is not None:
@@ -128,7 +130,9 @@ class A2AClient:
         self.url = url
         self.revision: Revision = revision
         self.tenant = tenant
-        self._endpoint_origin = origin_of(url)
+        self._endpoint_origin = (
+            parse_grpc_url(url).origin if self.binding == GRPC else origin_of(url)
+        )
         self._card_fetch = _card_fetch
         #: Every later fetch of this agent's card (refresh, extended card) verifies too.
         self._card_verifier = _card_verifier
@@ -197,8 +201,8 @@ class A2AClient:
             url: Base URL or card URL.
             revisions: Revisions to accept.
             bindings: Bindings to accept, most preferred first (``"JSONRPC"``,
-                ``"HTTP+JSON"``), e.g. ``bindings=["HTTP+JSON", "JSONRPC"]``; default: every
-                binding this client speaks, in the card's order.
+                ``"HTTP+JSON"``, ``"GRPC"``), e.g. ``bindings=["GRPC", "JSONRPC"]``; default:
+                every binding this client speaks, in the card's order.
             verify_card: Called with the raw card before it is used; it returns the
                 card as verified (which is what the client uses) or raises
                 :class:`~a2a_sync.errors.SignatureError` to reject it, e.g.
@@ -552,6 +556,9 @@ class A2AClient:
         passed in). Safe from any thread; idempotent."""
         if self._owns_transport:
             self._transport.close()
+            close_binding = getattr(self._rpc, "close", None)  # the gRPC channel
+            if close_binding is not None:
+                close_binding()
 
     def __enter__(self) -> A2AClient:
         return self

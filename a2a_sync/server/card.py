@@ -126,6 +126,8 @@ class CardPublisher:
         self._lock = threading.Lock()
         # (id of the card, base URL) -> (the card, kept so its id stays unique; document)
         self._derived: dict[tuple[int, str], tuple[AgentCard, CardDocument]] = {}
+        #: Interfaces of bindings served elsewhere (gRPC on its own port), once started.
+        self._advertised: tuple[AgentInterface, ...] = ()
         self._fixed = self._build(card) if card.supported_interfaces and chooser is None else None
 
     def document(self, environ: Mapping[str, Any]) -> CardDocument:
@@ -173,7 +175,15 @@ class CardPublisher:
                 AgentInterface(url=rest_url, protocol_binding="HTTP+JSON", protocol_version=v)
                 for v in ("1.0", "0.3")
             ]
+        interfaces += self._advertised
         return attrs.evolve(card, supported_interfaces=interfaces)
+
+    def advertise(self, interface: AgentInterface) -> None:
+        """List ``interface`` too in derived cards (a binding on another port, such as
+        gRPC's, known once it is bound)."""
+        with self._lock:
+            self._advertised = (*self._advertised, interface)
+            self._derived.clear()
 
     def _build(self, card: AgentCard) -> CardDocument:
         return CardDocument.of(self._signer(card) if self._signer is not None else card)

@@ -332,6 +332,24 @@ def _application(
     return A2AApplication(card, executor, task_store=store, **options), opened
 
 
+def grpc_server(app: Any, host: str = "127.0.0.1", port: int = 0, **options: Any) -> Any:
+    """A :class:`~a2a_sync.server.bindings.grpc.GRPCServer` for ``app`` (not started; use
+    it as a context manager). Needs the ``grpc`` extra, imported only here.
+
+    Raises:
+        ConfigurationError: The extra is missing, or ``app`` is no A2AApplication.
+    """
+    if not isinstance(app, A2AApplication):
+        raise ConfigurationError("gRPC serves an A2AApplication (or an executor with card=)")
+    try:
+        from .bindings.grpc import GRPCServer  # noqa: PLC0415 - optional extra
+    except ImportError as exc:
+        raise ConfigurationError(
+            "serving gRPC needs the grpc extra: pip install 'a2a-sync[grpc]'"
+        ) from exc
+    return GRPCServer(app, host, port, **options)
+
+
 def serve(
     app: Any,
     host: str = "127.0.0.1",
@@ -345,6 +363,7 @@ def serve(
     grace: float = DEFAULT_GRACE_PERIOD,
     app_options: dict[str, Any] | None = None,
     quiet: bool = False,
+    grpc_port: int | None = None,
     **options: Any,
 ) -> None:
     """Serve until interrupted (Ctrl-C, SIGTERM), then shut down gracefully.
@@ -369,6 +388,9 @@ def serve(
         app_options: Further :class:`A2AApplication` arguments for the executor case.
         quiet: Print nothing (by default one line on stderr at start, with the URL, where
             tasks are kept and how to stop, and one at stop).
+        grpc_port: Also serve the gRPC binding on this port (0: a free one), beside the
+            HTTP app, on the same handler, stores and limits (the ``grpc`` extra); the
+            card lists it. It stops after the HTTP server (whose shutdown ends its streams).
         **options: Further waitress settings (override ``limits``).
 
     Raises:
@@ -382,9 +404,14 @@ def serve(
         and not os.path.exists(database or DEFAULT_DATABASE)
     )
     application, opened = _application(app, card, database, task_store, dict(app_options or {}))
+    extra: Any = None
     try:
+        if grpc_port is not None:
+            extra = grpc_server(application, host, grpc_port).start()
         server = RunningServer(application, host, port, threads=threads, limits=limits, **options)
     except BaseException:
+        if extra is not None:
+            extra.stop(0)
         if opened is not None:
             opened.close()
         raise
@@ -418,6 +445,8 @@ def serve(
             stopper[0].join(grace + 5.0)
         else:
             server.stop(grace)
+        if extra is not None:
+            extra.stop(grace)
         if opened is not None:
             opened.close()
         if not quiet:

@@ -106,9 +106,9 @@ def test_from_url_falls_back_to_the_legacy_card_path(rsps: responses.RequestsMoc
         ([("http://a.test/v03", "JSONRPC", "0.3"), ("http://a.test/v1", "JSONRPC", "1.0")],
          ("1.0", "0.3"), ("http://a.test/v03", "0.3")),
         # unknown bindings are skipped; HTTP+JSON is spoken in 1.0 and 0.3
-        ([("http://a.test/grpc", "GRPC", "1.0"), ("http://a.test/rest", "HTTP+JSON", "1.0"),
+        ([("http://a.test/soap", "SOAP", "1.0"), ("http://a.test/rest", "HTTP+JSON", "1.0"),
           ("http://a.test/v03", "JSONRPC", "0.3")], ("1.0", "0.3"), ("http://a.test/rest", "1.0")),
-        ([("http://a.test/grpc", "GRPC", "1.0"), ("http://a.test/rest", "HTTP+JSON", "0.3"),
+        ([("http://a.test/soap", "SOAP", "1.0"), ("http://a.test/rest", "HTTP+JSON", "0.3"),
           ("http://a.test/v03", "JSONRPC", "0.3")], ("1.0", "0.3"), ("http://a.test/rest", "0.3")),
         # the card's order decides among interfaces of one revision; patch versions match
         ([("http://a.test/one", "JSONRPC", "1.0.1"), ("http://a.test/two", "JSONRPC", "1.0")],
@@ -177,7 +177,7 @@ def test_card_url_for_what_users_type() -> None:
 def test_card_without_a_usable_interface_is_a_configuration_error(
     rsps: responses.RequestsMock,
 ) -> None:
-    serve_card(rsps, card_json(("http://a.test/rest", "HTTP+JSON", "2.0"), ("x", "GRPC", "1.0")))
+    serve_card(rsps, card_json(("http://a.test/rest", "HTTP+JSON", "2.0"), ("x", "SOAP", "1.0")))
     with pytest.raises(ConfigurationError):
         A2AClient.from_url("http://a.test")
     with pytest.raises(ConfigurationError):

@@ -139,10 +139,10 @@ def last_post(agent: ScriptedAgent, count: int) -> RecordedRequest:
 
 @requirement("a2a-1.0-§8.3.2-client-picks-first-supported-interface")
 def test_the_client_uses_the_first_interface_it_supports(agent: ScriptedAgent) -> None:
-    """Of GRPC (unsupported), JSON-RPC 1.0 at /first and JSON-RPC 1.0 at /second, the
+    """Of SOAP (not an A2A binding), JSON-RPC 1.0 at /first and JSON-RPC 1.0 at /second, the
     client calls /first: the earliest entry it supports, at that entry's URL."""
     agent.interfaces = [
-        agent.interface("GRPC", "1.0", "/grpc"),
+        agent.interface("SOAP", "1.0", "/soap"),
         agent.interface("JSONRPC", "1.0", "/first"),
         agent.interface("JSONRPC", "1.0", "/second"),
     ]

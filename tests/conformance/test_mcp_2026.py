@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from a2a_sync.errors import A2ASyncError
-from a2a_sync.mcp import ERA_CACHE, ElicitResult, MCPConnection
+from a2a_sync.mcp import ElicitResult, MCPConnection
+from a2a_sync.mcp.eras import ERA_CACHE
 from a2a_sync.testing import mcp_server_command
 from a2a_sync.testing.mcp_server import recorded_messages
 from tests.support.servers import RecordedRequest, ScriptedServer, respond, respond_json

@@ -1,8 +1,8 @@
 """A scripted a2a-sdk 1.3 agent: JSON-RPC A2A 1.0 and 0.3 on one URL, behaviour by message.
 
-Run: ``python a2a_sdk_agent.py [--port PORT] [--token TOKEN]``. It binds 127.0.0.1 (port 0
-picks a free port), prints ``PORT <n>`` on stdout once the socket is bound, and serves
-until terminated. Start it through :mod:`tests.peers.fixtures` rather than by hand.
+Run: ``python a2a_sdk_agent.py [--port PORT] [--token TOKEN] [--rest] [--grpc]``. It binds
+127.0.0.1 (port 0 picks a free port), prints ``PORT <n>`` on stdout once the socket is
+bound, and serves until terminated. Start it through :mod:`tests.peers.fixtures`.
 
 The card at ``/.well-known/agent-card.json`` advertises a JSON-RPC 1.0 and a JSON-RPC 0.3
 interface on the same URL (``enable_v0_3_compat=True``; a2a-sdk serves the merged
@@ -10,6 +10,9 @@ dual-version card), capabilities streaming, push notifications and the extended 
 an HTTP bearer security scheme. The extended card is served only to requests carrying
 ``Authorization: Bearer <token>`` (a2a-sdk has no per-method auth hook, so a small ASGI
 middleware answers HTTP 401 to extended-card calls without it; every other method is open).
+
+``--grpc`` also serves a2a-sdk's gRPC binding (``grpc.aio``, ``lf.a2a.v1.A2AService``) on a
+second free port, listed first in the card as ``GRPC`` 1.0 at ``127.0.0.1:<port>``.
 
 What the agent does is chosen by the first text part of the user's message:
 
@@ -204,9 +207,12 @@ async def _refuse(send: object) -> None:
     await send({"type": "http.response.body", "body": b"unauthorized"})  # type: ignore[operator]
 
 
-def build_app(base_url: str, token: str, rest: bool = False) -> BearerGuard:
+def build_app(
+    base_url: str, token: str, rest: bool = False, grpc_url: str | None = None
+) -> BearerGuard:
     """The Starlette app for an agent reachable at ``base_url``; ``rest`` adds the
-    HTTP+JSON binding (1.0 and 0.3) under ``/rest``, listed first in the card."""
+    HTTP+JSON binding (1.0 and 0.3) under ``/rest``, listed first in the card;
+    ``grpc_url`` lists a GRPC 1.0 interface first (served by :func:`serve`)."""
     interfaces = [
         AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0", url=base_url),
         AgentInterface(protocol_binding="JSONRPC", protocol_version="0.3", url=base_url),
@@ -216,6 +222,10 @@ def build_app(base_url: str, token: str, rest: bool = False) -> BearerGuard:
             AgentInterface(protocol_binding="HTTP+JSON", protocol_version=v, url=base_url + "rest")
             for v in ("1.0", "0.3")
         ]
+    if grpc_url is not None:
+        interfaces.insert(
+            0, AgentInterface(protocol_binding="GRPC", protocol_version="1.0", url=grpc_url)
+        )
     common = dict(
         description="Scripted test agent",
         version="1.0.0",
@@ -253,7 +263,33 @@ def build_app(base_url: str, token: str, rest: bool = False) -> BearerGuard:
             ),
         ]
     )
-    return BearerGuard(app, token)
+    guard = BearerGuard(app, token)
+    guard.handler = handler  # type: ignore[attr-defined]
+    return guard
+
+
+async def serve(sock: socket.socket, port: int, token: str, rest: bool, grpc: bool) -> None:
+    """uvicorn on ``sock`` and, with ``grpc``, a2a-sdk's grpc.aio server beside it."""
+    grpc_server = None
+    grpc_url = None
+    if grpc:
+        import grpc.aio
+        from a2a.server.request_handlers import GrpcHandler
+        from a2a.types import a2a_pb2_grpc
+
+        grpc_server = grpc.aio.server()
+        grpc_url = f"127.0.0.1:{grpc_server.add_insecure_port('127.0.0.1:0')}"
+    app = build_app(f"http://127.0.0.1:{port}/", token, rest=rest, grpc_url=grpc_url)
+    if grpc_server is not None:
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(app.handler), grpc_server)  # type: ignore[attr-defined]
+        await grpc_server.start()
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
+    print(f"PORT {port}", flush=True)
+    try:
+        await uvicorn.Server(config).serve(sockets=[sock])
+    finally:
+        if grpc_server is not None:
+            await grpc_server.stop(0)
 
 
 def main() -> None:
@@ -261,6 +297,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--token", default="test-token")
     parser.add_argument("--rest", action="store_true", help="serve HTTP+JSON under /rest")
+    parser.add_argument("--grpc", action="store_true", help="serve gRPC on another port")
     args = parser.parse_args()
     # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted connections only for
     # sockets that say they are TCP; without it Nagle + delayed ACK add ~40 ms per answer.
@@ -268,10 +305,7 @@ def main() -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
     port = sock.getsockname()[1]
-    app = build_app(f"http://127.0.0.1:{port}/", args.token, rest=args.rest)
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
-    print(f"PORT {port}", flush=True)
-    uvicorn.Server(config).run(sockets=[sock])
+    asyncio.run(serve(sock, port, args.token, args.rest, args.grpc))
 
 
 if __name__ == "__main__":

@@ -38,7 +38,13 @@ import pytest
 
 from tests.peers import A2A_SDK_AGENT
 
-__all__ = ["AgentProcess", "a2a_sdk_agent", "a2a_sdk_rest_agent", "start_agent"]
+__all__ = [
+    "AgentProcess",
+    "a2a_sdk_agent",
+    "a2a_sdk_grpc_agent",
+    "a2a_sdk_rest_agent",
+    "start_agent",
+]
 
 #: Bearer token the agent requires for the extended card.
 AGENT_TOKEN = "test-token"
@@ -106,13 +112,17 @@ def _wait_until_served(card_url: str, proc: subprocess.Popen[bytes], deadline: f
 
 
 @contextlib.contextmanager
-def start_agent(token: str = AGENT_TOKEN, *, rest: bool = False) -> Iterator[AgentProcess]:
+def start_agent(
+    token: str = AGENT_TOKEN, *, rest: bool = False, grpc: bool = False
+) -> Iterator[AgentProcess]:
     """Run the scripted agent for the duration of the ``with`` block (``rest``: with
-    the HTTP+JSON binding under ``/rest``, listed first in its card)."""
+    the HTTP+JSON binding under ``/rest``; ``grpc``: with gRPC on a second port; each
+    listed first in its card)."""
     with tempfile.TemporaryFile() as stderr:
         proc = subprocess.Popen(
             [sys.executable, A2A_SDK_AGENT, "--port", "0", "--token", token]
-            + (["--rest"] if rest else []),
+            + (["--rest"] if rest else [])
+            + (["--grpc"] if grpc else []),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=stderr,
@@ -149,4 +159,11 @@ def a2a_sdk_agent() -> Iterator[AgentProcess]:
 def a2a_sdk_rest_agent() -> Iterator[AgentProcess]:
     """The scripted agent serving HTTP+JSON too (under ``/rest``; mark users ``peer``)."""
     with start_agent(rest=True) as agent:
+        yield agent
+
+
+@pytest.fixture(scope="session")
+def a2a_sdk_grpc_agent() -> Iterator[AgentProcess]:
+    """The scripted agent serving gRPC too (listed first in its card; mark users ``peer``)."""
+    with start_agent(grpc=True) as agent:
         yield agent

@@ -5,7 +5,9 @@ revision's codec and hands them to its :class:`Binding`, which puts them on the 
 gives back the decoded result (what the codec loads). Two bindings exist:
 
 * ``"JSONRPC"`` — :class:`~a2a_sync.client.bindings.jsonrpc.JSONRPCTransport`;
-* ``"HTTP+JSON"`` — :class:`~a2a_sync.client.bindings.rest.RESTTransport` (A2A 1.0 REST).
+* ``"HTTP+JSON"`` — :class:`~a2a_sync.client.bindings.rest.RESTTransport` (A2A 1.0 REST);
+* ``"GRPC"`` — :class:`~a2a_sync.client.bindings.grpc.GRPCTransport` (A2A 1.0 gRPC; the
+  ``grpc`` extra, imported only when chosen).
 
 Both raise the same :mod:`a2a_sync.errors` types for the same A2A error (the table in
 :mod:`a2a_sync.a2a.error_codes`).
@@ -19,14 +21,16 @@ from typing import Any, Final, Protocol
 from ..._net.sse import SSEStream
 from ...a2a.methods import Operation, Revision
 from ...a2a.types import AgentCard
+from ...errors import ConfigurationError
 from ...policies import RetryPolicy
 from .jsonrpc import JSONRPCTransport, TimeoutArg
 from .rest import RESTTransport
 
-__all__ = ["BINDINGS", "HTTP_JSON", "JSONRPC", "Binding", "binding_class"]
+__all__ = ["BINDINGS", "GRPC", "HTTP_JSON", "JSONRPC", "Binding", "binding_class"]
 
 JSONRPC: Final = "JSONRPC"
 HTTP_JSON: Final = "HTTP+JSON"
+GRPC: Final = "GRPC"
 
 
 class Binding(Protocol):
@@ -78,6 +82,25 @@ BINDINGS: Final[dict[str, type[JSONRPCTransport] | type[RESTTransport]]] = {
 }
 
 
-def binding_class(name: str) -> type[JSONRPCTransport] | type[RESTTransport] | None:
-    """The class of the binding a card calls ``name`` (case-insensitive), if supported."""
-    return BINDINGS.get(name.strip().upper())
+def binding_class(name: str) -> Any:
+    """The class of the binding a card calls ``name`` (case-insensitive), if supported.
+
+    Raises:
+        ConfigurationError: ``GRPC`` without the ``grpc`` extra installed.
+    """
+    key = name.strip().upper()
+    if key == GRPC:
+        return _grpc_class()
+    return BINDINGS.get(key)
+
+
+def _grpc_class() -> Any:
+    """The gRPC binding, imported on first use: ``import a2a_sync`` stays free of grpc."""
+    try:
+        from .grpc import GRPCTransport  # noqa: PLC0415 - optional extra, loaded on demand
+    except ImportError as exc:
+        raise ConfigurationError(
+            "the GRPC binding needs the grpc extra: pip install 'a2a-sync[grpc]'"
+            f" ({exc.name or exc} is missing)"
+        ) from exc
+    return GRPCTransport
