@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Final
 
-from ...errors import InternalError
+from ...errors import A2ASyncError, InternalError
 
 __all__ = ["BatchWriter", "WriteOp"]
 
@@ -56,13 +56,14 @@ class WriteOp:
 
         Raises:
             InternalError: The commit failed or timed out.
+            A2ASyncError: The op refused its write with this error (it is re-raised).
         """
         if self.done is None:
             return
         if not self.done.wait(DURABLE_WRITE_TIMEOUT):
             raise InternalError("task store write timed out")
         if self.error is not None:
-            if isinstance(self.error, InternalError):
+            if isinstance(self.error, A2ASyncError):
                 raise self.error
             raise InternalError("task store write failed") from self.error
 
