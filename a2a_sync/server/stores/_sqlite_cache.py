@@ -6,6 +6,7 @@ Internal to :mod:`a2a_sync.server.stores.sqlite`; every method runs under the st
 from __future__ import annotations
 
 import collections
+import itertools
 from collections.abc import Hashable, Iterator
 from typing import Generic, TypeVar
 
@@ -111,7 +112,8 @@ class TaskCache:
         due: list[TaskRecord] = []
         if excess <= 0:
             return due
-        for task_id in list(self._records)[: excess * 2]:
+        # Only the oldest few are looked at (not a copy of every key: this runs per commit).
+        for task_id in list(itertools.islice(self._records, excess * 2)):
             record = self._records[task_id]
             if record.stale_snapshot:
                 due.append(record)

@@ -92,7 +92,7 @@ class PushConfigTable:
         self._commit(write)
         with self._lock:
             self._cache.pop(task_id)
-        return bool(deleted and deleted[0])
+        return bool(deleted and deleted[-1])  # (a batch may run twice)
 
     def count(self, principal: str) -> int:
         rows = self._read(

@@ -9,6 +9,7 @@ import logging
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from typing import Final
 
@@ -22,6 +23,11 @@ logger = logging.getLogger(__name__)
 WRITE_BATCH: Final = 512
 #: Longest wait for a durable write before the call fails (a stuck disk, not a busy one).
 DURABLE_WRITE_TIMEOUT: Final = 30.0
+#: How long a batch that nobody waits for lingers for more writes before it commits (a
+#: waited write ends the lingering at once): the claim and context of a request ride with
+#: its task's creation, a task's intermediate events with its final state, and a stream's
+#: chunks share transactions, so a commit is paid per waited write, not per write.
+LINGER: Final = 0.002
 
 Apply = Callable[[sqlite3.Connection], None]
 
@@ -118,30 +124,49 @@ class BatchWriter:
             if op is None:
                 return
             batch = [op]
-            stop = False
-            while len(batch) < WRITE_BATCH:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    stop = True
-                    break
-                batch.append(more)
+            stop = self._gather(batch)
             self._commit(batch)
             if stop:
                 return
 
+    def _gather(self, batch: list[WriteOp]) -> bool:
+        """Add queued ops to ``batch``; while nobody waits for any of them, linger up to
+        :data:`LINGER` for more. Returns True when the queue asked the thread to stop."""
+        deadline: float | None = None
+        waited = batch[0].done is not None
+        while len(batch) < WRITE_BATCH:
+            try:
+                more = self._queue.get_nowait()
+            except queue.Empty:
+                if waited:
+                    return False
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + LINGER
+                if now >= deadline:
+                    return False
+                try:
+                    more = self._queue.get(timeout=deadline - now)
+                except queue.Empty:
+                    return False
+            if more is None:
+                return True
+            batch.append(more)
+            waited = waited or more.done is not None
+        return False
+
     def _commit(self, batch: list[WriteOp]) -> None:
-        """Commit ``batch`` in one transaction, each op inside its own savepoint: an op that
-        fails is undone alone and fails alone; every other op commits. Only a failure of
-        the transaction itself (BEGIN, COMMIT, a lost savepoint after an I/O error that
-        rolled everything back) fails the whole batch."""
+        """Commit ``batch`` in one transaction. Ops run one after another; when one fails,
+        the transaction is rolled back and run again with each op inside its own
+        savepoint: an op that fails is undone alone and fails alone; every other op
+        commits. Only a failure of the transaction itself (BEGIN, COMMIT, a lost savepoint
+        after an I/O error that rolled everything back) fails the whole batch."""
         db = self._db
         try:
-            db.execute("BEGIN")
-            for op in batch:
-                self._apply(op, savepoint=len(batch) > 1)  # a lone op: its transaction
+            if not self._run_plain(batch):  # (rolled back: one op failed)
+                db.execute("BEGIN")
+                for op in batch:
+                    self._apply(op, savepoint=len(batch) > 1)  # a lone op: its transaction
             if db.in_transaction:  # (a lone op that failed rolled it back already)
                 db.execute("COMMIT")
         except sqlite3.Error as exc:  # the transaction failed: nothing of it is durable
@@ -158,6 +183,22 @@ class BatchWriter:
                 op.committed()
             if op.done is not None:
                 op.done.set()
+
+    def _run_plain(self, batch: list[WriteOp]) -> bool:
+        """Run every op in one open transaction without savepoints (the common case: no
+        op fails, and a savepoint per op costs two statements). Returns False, with the
+        transaction rolled back, when an op raised (nobody is told: the batch runs again)."""
+        db = self._db
+        db.execute("BEGIN")
+        for op in batch:
+            try:
+                op.apply(db)
+            except Exception:  # one caller's op: the batch runs again, each op alone
+                logger.debug("task store: a write failed; the batch runs again", exc_info=True)
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                return False
+        return True
 
     def _apply(self, op: WriteOp, *, savepoint: bool) -> None:
         """Run one op inside the open transaction; undo it alone if it fails."""
