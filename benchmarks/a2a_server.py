@@ -413,10 +413,11 @@ def compare_stores(argv: list[str]) -> None:
                 if s.server_cpu is not None and paired.get(s.rep)
             )
             if ratios:
+                median = statistics.median(ratios)
                 print(
                     f"server CPU sqlite-{kind} / mem-{kind}: min {ratios[0]:.2f}"
-                    f"  median {statistics.median(ratios):.2f}  max {ratios[-1]:.2f}"
-                    f"  (goal <= {goal}x: {'met' if statistics.median(ratios) <= goal else 'NOT met'})"
+                    f"  median {median:.2f}  max {ratios[-1]:.2f}"
+                    f"  (goal <= {goal}x: {'met' if median <= goal else 'NOT met'})"
                 )
     finally:
         for process, _ in servers.values():

@@ -30,7 +30,9 @@ def _row(path: Path, task_id: str) -> tuple[str, int, int]:
         state, seq = db.execute(
             "SELECT state, seq FROM a2a_tasks WHERE id = ?", (task_id,)
         ).fetchone()
-        (events,) = db.execute("SELECT count(*) FROM a2a_events WHERE task_id = ?", (task_id,)).fetchone()
+        (events,) = db.execute(
+            "SELECT count(*) FROM a2a_events WHERE task_id = ?", (task_id,)
+        ).fetchone()
     return str(state), int(seq), int(events)
 
 
@@ -43,10 +45,11 @@ def _stream(store: SQLiteTaskStore, task_id: str = "t1") -> None:
 
 def test_a_streamed_event_does_not_rewrite_the_snapshot(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-    with SQLiteTaskStore(str(path)) as store:
+    store = SQLiteTaskStore(str(path))
+    with store:
         _stream(store)
         store._writer.flush()  # every log row committed (no snapshot written by this)
-        state, saved, events = _row(path, "t1")
+        _, saved, events = _row(path, "t1")
         assert events == CHUNKS + 2
         # Old code: the snapshot followed every event (saved == events).
         assert saved < events
@@ -100,7 +103,8 @@ def test_an_evicted_task_with_a_lagging_snapshot_is_written_then_read_back(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "evict.db"
-    with SQLiteTaskStore(str(path), cache_size=1) as store:
+    store = SQLiteTaskStore(str(path), cache_size=1)
+    with store:
         _stream(store, "t1")
         for i in range(2, 6):  # push t1 out of the cache
             store.create_task(new_task(f"t{i}"), principal="p")

@@ -121,9 +121,7 @@ def save_snapshot(db: sqlite3.Connection, task: Task, seq: int, principal: str) 
     )
 
 
-def load_task_row(
-    db: sqlite3.Connection, task_id: str
-) -> tuple[Task, str, int, int] | None:
+def load_task_row(db: sqlite3.Connection, task_id: str) -> tuple[Task, str, int, int] | None:
     """The task as the file has it: ``(task, principal, seq, snapshot_seq)``, the log
     entries after the snapshot folded onto it; None when there is no such task."""
     row = db.execute(
@@ -134,9 +132,10 @@ def load_task_row(
     blob, principal, saved = row
     task = V1_0.load_task(decode_json(blob))
     seq = saved
-    for seq, event in db.execute(
+    for logged, event in db.execute(
         "SELECT seq, event FROM a2a_events WHERE task_id = ? AND seq > ? ORDER BY seq",
         (task_id, saved),
     ):
         task = accumulate(task, V1_0.load_stream_event(decode_json(event)))
+        seq = logged
     return task, str(principal), int(seq), int(saved)
