@@ -1,6 +1,6 @@
 """Issue 18.2: the SQLite writer runs a batch without a savepoint per op (two statements
 each) and only when an op fails runs it again with savepoints, so the failing op still
-fails alone; and a batch nobody waits for lingers for the waited write that follows."""
+fails alone; and a caller waiting for its write commits the queue on its own thread."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from a2a_sync.errors import InternalError
+from a2a_sync.server.stores import _sqlite_writer
 from a2a_sync.server.stores._sqlite_writer import BatchWriter, WriteOp
 
 
@@ -86,3 +87,31 @@ def test_a_failing_op_in_a_batch_fails_alone(traced: tuple[BatchWriter, list[str
     assert _rows(path) == ["a", "b", "c"]
     assert "ROLLBACK" in statements  # the plain run was undone, then run with savepoints
     assert "ROLLBACK TO op" in statements
+
+
+def test_a_waited_write_is_committed_on_the_callers_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No hand-off to the writer thread and back for a durable write: the waiting caller
+    commits the queue itself, the fire-and-forget op queued before it included."""
+    monkeypatch.setattr(_sqlite_writer, "LINGER", 30.0)  # the writer thread would wait
+    path = str(tmp_path / "w.db")
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    db.execute("CREATE TABLE t (k TEXT PRIMARY KEY)")
+    commits: list[str] = []
+    db.set_trace_callback(
+        lambda sql: commits.append(threading.current_thread().name) if sql == "COMMIT" else None
+    )
+    writer = BatchWriter(db)
+    try:
+
+        def forget(db: sqlite3.Connection) -> None:
+            db.execute("INSERT INTO t (k) VALUES ('x')")
+
+        writer.put(WriteOp(forget, wait=False))
+        writer.put(_insert("y")).wait()
+        assert commits == [threading.current_thread().name]  # old code: the writer thread
+        assert _rows(path) == ["x", "y"]
+    finally:
+        assert writer.close(10)
+    assert not writer.alive

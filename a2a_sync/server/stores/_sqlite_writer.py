@@ -1,12 +1,17 @@
-"""The SQLite store's writer thread: one connection, batched transactions.
+"""The SQLite store's writes: one connection, batched transactions, committed in order.
 
-Internal to :mod:`a2a_sync.server.stores.sqlite`.
+Internal to :mod:`a2a_sync.server.stores.sqlite`. Ops are queued; a caller that waits for
+its op commits the queue itself (everything queued before its op rides in the same
+transaction), so a durable write costs no hand-off to another thread and back. Ops
+nobody waits for are committed by the writer thread after lingering briefly for more.
+Whoever commits holds one lock and takes ops in queue order, so ops apply in the order
+they were queued.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-import queue
 import sqlite3
 import threading
 import time
@@ -23,25 +28,24 @@ logger = logging.getLogger(__name__)
 WRITE_BATCH: Final = 512
 #: Longest wait for a durable write before the call fails (a stuck disk, not a busy one).
 DURABLE_WRITE_TIMEOUT: Final = 30.0
-#: How long a batch that nobody waits for lingers for more writes before it commits (a
-#: waited write ends the lingering at once): the claim and context of a request ride with
-#: its task's creation, a task's intermediate events with its final state, and a stream's
-#: chunks share transactions, so a commit is paid per waited write, not per write.
+#: How long the writer thread lingers for more writes before committing ops nobody waits
+#: for: a request's claim and context ride with its task's creation, a task's
+#: intermediate events with its final state, and a stream's chunks share transactions.
 LINGER: Final = 0.002
 
 Apply = Callable[[sqlite3.Connection], None]
 
 
 class WriteOp:
-    """One unit of work. On the writer thread, ``committed`` runs after its commit, and
-    ``failed`` as soon as it failed (before any later op runs): how fire-and-forget ops
-    report.
+    """One unit of work. On the committing thread, ``committed`` runs after its commit,
+    and ``failed`` as soon as it failed (before any later op runs): how fire-and-forget
+    ops report.
 
-    Ops of many callers share a transaction, each in its own savepoint: an op that fails
-    fails only itself (:meth:`wait` raises for it), the others commit.
+    Ops of many callers share a transaction: an op that fails fails only itself
+    (:meth:`wait` raises for it), the others commit.
     """
 
-    __slots__ = ("apply", "committed", "done", "error", "failed")
+    __slots__ = ("apply", "committed", "done", "error", "failed", "writer")
 
     def __init__(
         self,
@@ -56,9 +60,11 @@ class WriteOp:
         self.failed = failed
         self.done = threading.Event() if wait else None
         self.error: BaseException | None = None
+        self.writer: BatchWriter | None = None
 
     def wait(self) -> None:
-        """Block until committed (no-op for fire-and-forget ops).
+        """Block until committed (no-op for fire-and-forget ops), committing the queue
+        on this thread when nobody else is.
 
         Raises:
             InternalError: The commit failed or timed out.
@@ -66,7 +72,11 @@ class WriteOp:
         """
         if self.done is None:
             return
-        if not self.done.wait(DURABLE_WRITE_TIMEOUT):
+        if self.writer is not None:
+            finished = self.writer.commit_through(self)
+        else:
+            finished = self.done.wait(DURABLE_WRITE_TIMEOUT)
+        if not finished:
             raise InternalError("task store write timed out")
         if self.error is not None:
             if isinstance(self.error, A2ASyncError):
@@ -80,11 +90,15 @@ class WriteOp:
 
 
 class BatchWriter:
-    """Owns ``db`` on a daemon thread; commits queued ops in batches. Thread-safe."""
+    """Owns ``db``; commits queued ops in batches, on the thread of a caller waiting for
+    one or on its daemon thread. Thread-safe."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
-        self._queue: queue.SimpleQueue[WriteOp | None] = queue.SimpleQueue()
+        self._queue: collections.deque[WriteOp] = collections.deque()
+        self._ready = threading.Condition(threading.Lock())  # guards _queue, _stopping
+        self._commit_lock = threading.Lock()  # one batch at a time, in queue order
+        self._stopping = False
         self._thread = threading.Thread(
             target=self._loop, name="a2a-sync-sqlite-writer", daemon=True
         )
@@ -92,25 +106,56 @@ class BatchWriter:
 
     def put(self, op: WriteOp) -> WriteOp:
         """Queue ``op``; returns it (``op.wait()`` for durability)."""
-        self._queue.put(op)
+        op.writer = self
+        with self._ready:
+            self._queue.append(op)
+            if len(self._queue) == 1:
+                self._ready.notify()
         return op
 
     def flush(self) -> None:
         """Wait until everything queued so far is committed."""
         self.put(WriteOp(lambda db: None, wait=True)).wait()
 
+    def commit_through(self, op: WriteOp) -> bool:
+        """Commit queued batches on this thread until ``op`` is committed (or failed).
+
+        Returns:
+            False when that did not happen within :data:`DURABLE_WRITE_TIMEOUT`.
+        """
+        assert op.done is not None
+        deadline = time.monotonic() + DURABLE_WRITE_TIMEOUT
+        while not op.done.is_set():
+            if not self._commit_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                return op.done.is_set()
+            try:
+                if not op.done.is_set() and not self._commit_queued():
+                    # Not queued and not done: it was never put (a bug); do not hang.
+                    op.error = InternalError("task store write was not queued")
+                    op.done.set()
+            finally:
+                self._commit_lock.release()
+        return True
+
     def close(self, timeout: float) -> bool:
         """Commit what is queued, stop the thread, close the connection.
 
         Returns:
-            True when the thread ended in time (else the connection is left open).
+            True when everything ended in time (else the connection is left open).
         """
-        self._queue.put(None)
+        with self._ready:
+            self._stopping = True
+            self._ready.notify_all()
         self._thread.join(timeout)
-        if self._thread.is_alive():
+        if self._thread.is_alive() or not self._commit_lock.acquire(timeout=timeout):
             logger.error("task store writer did not finish within %s s", timeout)
             return False
-        self._db.close()
+        try:
+            while self._commit_queued():  # (put by callers racing with close)
+                pass
+            self._db.close()
+        finally:
+            self._commit_lock.release()
         return True
 
     @property
@@ -119,41 +164,29 @@ class BatchWriter:
         return self._thread.is_alive()
 
     def _loop(self) -> None:
+        """Commit ops nobody waits for (a waiting caller usually commits first)."""
         while True:
-            op = self._queue.get()
-            if op is None:
-                return
-            batch = [op]
-            stop = self._gather(batch)
-            self._commit(batch)
-            if stop:
-                return
+            with self._ready:
+                while not self._queue and not self._stopping:
+                    self._ready.wait()
+                if not self._queue:
+                    return
+                deadline = time.monotonic() + LINGER
+                while not self._stopping and len(self._queue) < WRITE_BATCH:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._ready.wait(remaining)
+            with self._commit_lock:
+                self._commit_queued()
 
-    def _gather(self, batch: list[WriteOp]) -> bool:
-        """Add queued ops to ``batch``; while nobody waits for any of them, linger up to
-        :data:`LINGER` for more. Returns True when the queue asked the thread to stop."""
-        deadline: float | None = None
-        waited = batch[0].done is not None
-        while len(batch) < WRITE_BATCH:
-            try:
-                more = self._queue.get_nowait()
-            except queue.Empty:
-                if waited:
-                    return False
-                now = time.monotonic()
-                if deadline is None:
-                    deadline = now + LINGER
-                if now >= deadline:
-                    return False
-                try:
-                    more = self._queue.get(timeout=deadline - now)
-                except queue.Empty:
-                    return False
-            if more is None:
-                return True
-            batch.append(more)
-            waited = waited or more.done is not None
-        return False
+    def _commit_queued(self) -> bool:
+        """Commit the next batch of queued ops (commit lock held); False when none."""
+        with self._ready:
+            batch = [self._queue.popleft() for _ in range(min(len(self._queue), WRITE_BATCH))]
+        if batch:
+            self._commit(batch)
+        return bool(batch)
 
     def _commit(self, batch: list[WriteOp]) -> None:
         """Commit ``batch`` in one transaction. Ops run one after another; when one fails,
