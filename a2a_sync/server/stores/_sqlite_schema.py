@@ -15,7 +15,7 @@ from typing import Final
 from ..._net.jsonrpc import decode_json, encode
 from ...a2a.accumulate import accumulate
 from ...a2a.codec import V1_0
-from ...a2a.types import Task
+from ...a2a.types import Message, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from ...errors import ConfigurationError
 from .base import micros_of, status_time
 
@@ -26,6 +26,7 @@ __all__ = [
     "SNAPSHOT_EVERY",
     "insert_event",
     "load_task_row",
+    "orphan_failure",
     "save_snapshot",
 ]
 
@@ -139,3 +140,17 @@ def load_task_row(db: sqlite3.Connection, task_id: str) -> tuple[Task, str, int,
         task = accumulate(task, V1_0.load_stream_event(decode_json(event)))
         seq = logged
     return task, str(principal), int(seq), int(saved)
+
+
+def orphan_failure(task: Task) -> TaskStatusUpdateEvent:
+    """The event that fails a task a previous process left running."""
+    note = Message.agent(
+        "The server restarted while this task was running.",
+        task_id=task.id,
+        context_id=task.context_id,
+    )
+    return TaskStatusUpdateEvent(
+        task_id=task.id,
+        context_id=task.context_id or "",
+        status=TaskStatus.now(TaskState.failed, note),
+    )

@@ -1,8 +1,9 @@
 """A durable task store in one SQLite file: the embedded default of ``a2a_sync.serve``.
 
 Request threads never wait for the disk on the hot path: they fold events into an
-in-memory cache of live tasks and hand the writes to one writer thread, which commits
-them in batches (one transaction per batch). Every event is appended to the task's log
+in-memory cache of live tasks and queue the writes, which are committed in batches (one
+transaction per batch, in queue order) by a caller waiting for a durable write or by the
+writer thread. Every event is appended to the task's log
 row by row; the task's snapshot row is rewritten only at its creation, at terminal and
 interrupted states and every few dozen events (reads fold the log entries after the
 snapshot onto it), so an event costs one small insert however large its task grew.
@@ -40,18 +41,16 @@ from ...a2a.codec import V1_0
 from ...a2a.types import (
     ListTasksParams,
     ListTasksResult,
-    Message,
     PushNotificationConfig,
     StreamEvent,
     Task,
     TaskState,
-    TaskStatus,
-    TaskStatusUpdateEvent,
 )
 from ...errors import A2ASyncError, ConfigurationError, InternalError, TaskNotFound
 from ..events import DEFAULT_SUBSCRIBER_BUFFER, EventBroker, LogEntry, Subscription
 from ._encode import event_blob
-from ._sqlite_cache import Bounded, TaskCache, TaskRecord
+from ._sqlite_cache import TaskCache, TaskRecord
+from ._sqlite_claims import Claims
 from ._sqlite_push import PushConfigTable
 from ._sqlite_schema import (
     MAX_SEQ,
@@ -60,6 +59,7 @@ from ._sqlite_schema import (
     SNAPSHOT_EVERY,
     insert_event,
     load_task_row,
+    orphan_failure,
     save_snapshot,
 )
 from ._sqlite_writer import DURABLE_WRITE_TIMEOUT, BatchWriter, WriteOp
@@ -70,7 +70,6 @@ from .base import (
     StoredTask,
     TaskStore,
     check_open,
-    context_key,
     is_final,
     sql_task_filters,
 )
@@ -82,19 +81,18 @@ logger = logging.getLogger(__name__)
 #: Live tasks kept in memory (beyond those with writes in flight, which always stay).
 #: A running task is served from here; older ones are read back from the file.
 DEFAULT_CACHE_SIZE: Final = 4096
-#: Idempotency claims remembered in memory; older ones are looked up in the file.
-CLAIM_CACHE_SIZE: Final = 65536
 #: How long close() waits for the writer thread to commit what is queued.
 CLOSE_TIMEOUT: Final = 10.0
 
-_ORPHAN_MESSAGE: Final = "The server restarted while this task was running."
+_RUNNING: Final = (TaskState.submitted, TaskState.working)
 
 
 class SQLiteTaskStore(TaskStore):
     """Tasks, event logs, claims and push configs in one SQLite file.
 
-    Thread-safe. One lock guards the cache; one writer thread owns the write connection;
-    reads of tasks not in the cache use a second connection under its own lock.
+    Thread-safe. One lock guards the cache; the write connection is used by whoever
+    commits the queue (one at a time); reads of tasks not in the cache use a second
+    connection under its own lock.
 
     Args:
         path: The database file (created if missing). ``":memory:"`` is refused: use
@@ -122,8 +120,6 @@ class SQLiteTaskStore(TaskStore):
         self._lock = threading.Lock()
         self._settled = threading.Condition(self._lock)  # a record's pending write ended
         self._cache = TaskCache(cache_size)
-        self._claims: Bounded[tuple[str, str], str] = Bounded(CLAIM_CACHE_SIZE)
-        self._contexts: Bounded[str, str] = Bounded(CLAIM_CACHE_SIZE)
         self._broker = EventBroker(buffer=subscriber_buffer)
         self._closed = False
         try:
@@ -134,6 +130,7 @@ class SQLiteTaskStore(TaskStore):
             raise ConfigurationError(f"cannot open task store {path!r}: {exc}") from exc
         self._reader_lock = threading.Lock()
         self._writer = BatchWriter(writer_db)
+        self._claims = Claims(self._writer.put, self._read)
         self._push = PushConfigTable(
             lambda write: self._submit(write, wait=True).wait(), self._read, cache_size
         )
@@ -245,46 +242,13 @@ class SQLiteTaskStore(TaskStore):
     # -- claims ----------------------------------------------------------------------------
 
     def claim_message(self, principal: str, message_id: str, task_id: str) -> str | None:
-        key = (principal, message_id)
-        with self._lock:
-            self._check_open()
-            existing = self._claims.get(key)
-            if existing is None:
-                rows = self._read(
-                    "SELECT task_id FROM a2a_claims WHERE principal = ? AND message_id = ?", key
-                )
-                existing = rows[0][0] if rows else None
-            if existing is not None:
-                return str(existing)
-            self._claims.set(key, task_id)
-
-            def write(db: sqlite3.Connection) -> None:
-                db.execute(
-                    "INSERT OR IGNORE INTO a2a_claims (principal, message_id, task_id)"
-                    " VALUES (?, ?, ?)",
-                    (principal, message_id, task_id),
-                )
-
-            self._writer.put(WriteOp(write, wait=False))
-        return None
+        self._check_open()
+        return self._claims.claim(principal, message_id, task_id)
 
     def bind_context(self, context_id: str, principal: str) -> bool:
-        # Conversations are per caller: the key holds the principal, so its owner is the
-        # caller whether the file knows it or not; only new keys are written.
-        context_id = context_key(principal, context_id)
-        with self._lock:
-            self._check_open()
-            if self._contexts.get(context_id) is None:
-
-                def write(db: sqlite3.Connection) -> None:
-                    db.execute(
-                        "INSERT OR IGNORE INTO a2a_contexts (context_id, principal) VALUES (?, ?)",
-                        (context_id, principal),
-                    )
-
-                self._writer.put(WriteOp(write, wait=False))
-            self._contexts.set(context_id, principal)
-            return True
+        self._check_open()
+        self._claims.bind(context_id, principal)
+        return True
 
     # -- push configs ------------------------------------------------------------------------
 
@@ -472,17 +436,6 @@ class SQLiteTaskStore(TaskStore):
         rows = self._read(ORPHANS_SQL, (TaskState.submitted.value, TaskState.working.value))
         for (task_id,) in rows:
             stored = self.get_task(task_id, principal=None)
-            if stored is None or stored.task.status.state not in (
-                TaskState.submitted,
-                TaskState.working,
-            ):
-                continue
-            task = stored.task
-            note = Message.agent(_ORPHAN_MESSAGE, task_id=task.id, context_id=task.context_id)
-            event = TaskStatusUpdateEvent(
-                task_id=task.id,
-                context_id=task.context_id or "",
-                status=TaskStatus.now(TaskState.failed, note),
-            )
-            logger.warning("task %s was left running by a previous process: failed", task_id)
-            self.append_event(task_id, event)
+            if stored is not None and stored.task.status.state in _RUNNING:
+                logger.warning("task %s was left running by a previous process: failed", task_id)
+                self.append_event(task_id, orphan_failure(stored.task))
