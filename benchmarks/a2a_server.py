@@ -13,10 +13,17 @@ Variants (``ours-*`` compared with ``sdk-*``):
 * ``*-stream``: SendStreamingMessage with 100 artifact chunks; one op = one event.
 * ``*-8t``: ``*-task`` from 8 client threads, each on its own connection.
 
+With ``--stores`` the same agent runs on our server with each task store instead (issue
+18): ``mem-*`` (InMemoryTaskStore, the baseline) and ``sqlite-*`` (SQLiteTaskStore on a
+temporary file), variants ``-task`` and ``-stream`` as above. Goals: ``sqlite-stream``
+server µs/op <= 3x ``mem-stream``; ``sqlite-task`` <= 1.6x ``mem-task``. Below the table
+it prints the server CPU ratios (paired per repetition; min, median, max).
+
 Run from the repo top::
 
     .venv/bin/python -m benchmarks.a2a_server                  # every variant
     .venv/bin/python -m benchmarks.a2a_server --reps 3 --n 400 --only ours-stream
+    .venv/bin/python -m benchmarks.a2a_server --stores          # memory vs SQLite store
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import argparse
 import http.client
 import json
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -41,11 +49,14 @@ THREADS = 8
 # -- the servers (run in their own process) ------------------------------------------------------
 
 
-def serve_ours(port: int, *, inline: bool = False) -> None:
-    """``inline``: the agent is marked ``run_inline`` (blocking sends run it on the
-    request's thread)."""
+def serve_ours(port: int, store_kind: str = "memory", *, inline: bool = False) -> None:
+    """``store_kind``: ``"memory"`` or ``"sqlite"``; ``inline``: the agent is marked
+    ``run_inline`` (blocking sends run it on the request's thread)."""
+    import tempfile
+
     from a2a_sync.server import A2AApplication, AgentExecutor, RequestContext, TaskUpdater
     from a2a_sync.server.serving import RunningServer
+    from a2a_sync.server.stores import InMemoryTaskStore, SQLiteTaskStore, TaskStore
     from a2a_sync.types import AgentCapabilities, AgentCard
 
     class Echo(AgentExecutor):
@@ -76,7 +87,11 @@ def serve_ours(port: int, *, inline: bool = False) -> None:
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
     )
-    server = RunningServer(A2AApplication(card, Echo()), "127.0.0.1", port)
+    store: TaskStore = InMemoryTaskStore()
+    if store_kind == "sqlite":
+        folder = tempfile.mkdtemp(prefix="a2a-bench-")
+        store = SQLiteTaskStore(f"{folder}/tasks.db")
+    server = RunningServer(A2AApplication(card, Echo(), task_store=store), "127.0.0.1", port)
     print("ready", flush=True)
     server.run()
 
@@ -194,6 +209,7 @@ SERVERS.update(
     ours=serve_ours,
     bare=serve_bare,
     sdk=serve_sdk,
+    sqlite=lambda port: serve_ours(port, "sqlite"),
     **{"ours-inline": lambda port: serve_ours(port, inline=True)},
 )
 
@@ -348,10 +364,14 @@ def _spawn(which: str) -> tuple[subprocess.Popen[bytes], int]:
 def main() -> None:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--serve", nargs=2)
+    parser.add_argument("--stores", action="store_true")
     args, rest = parser.parse_known_args()
     if args.serve:
         which, port = args.serve
         SERVERS[which](int(port))
+        return
+    if args.stores:
+        compare_stores(rest)
         return
     servers = {name: _spawn(name) for name in ("sdk", "ours")}
     try:
@@ -385,6 +405,59 @@ def main() -> None:
             title="A2A server: a2a_sync (waitress) vs a2a-sdk (uvicorn), same agent and client",
             argv=rest,
         )
+    finally:
+        for process, _ in servers.values():
+            process.terminate()
+            process.wait(10)
+            if process.stdout is not None:
+                process.stdout.close()
+
+
+def compare_stores(argv: list[str]) -> None:
+    """Our server with the memory store vs the SQLite store (issue 18 items 1 and 2)."""
+    servers = {name: _spawn(name) for name in ("mem", "sqlite")}
+    try:
+        variants = []
+        for name, (process, port) in servers.items():
+            variants += [
+                Variant(
+                    f"{name}-task",
+                    unary(Client(port), "hi", "task"),
+                    server_pid=process.pid,
+                    baseline="mem-task",
+                ),
+                Variant(
+                    f"{name}-stream",
+                    streaming(Client(port)),
+                    server_pid=process.pid,
+                    baseline="mem-stream",
+                ),
+            ]
+        results = run_cli(
+            variants,
+            baseline="mem-task",
+            default_n=400,
+            title="A2A server (waitress): memory vs SQLite task store, same agent and client",
+            argv=argv,
+        )
+        by_name = {r.name: r for r in results}
+        for kind, goal in (("task", 1.6), ("stream", 3.0)):
+            ours, base = by_name.get(f"sqlite-{kind}"), by_name.get(f"mem-{kind}")
+            if ours is None or base is None:
+                continue
+            paired = {s.rep: s.server_cpu / s.ops for s in base.samples if s.server_cpu}
+            ratios = sorted(
+                (s.server_cpu / s.ops) / paired[s.rep]
+                for s in ours.samples
+                if s.server_cpu is not None and paired.get(s.rep)
+            )
+            if ratios:
+                median = statistics.median(ratios)
+                print(
+                    f"server CPU sqlite-{kind} / mem-{kind}: min {ratios[0]:.2f}"
+                    f"  median {median:.2f}  max {ratios[-1]:.2f}"
+                    f"  (goal <= {goal}x: {'met' if median <= goal else 'NOT met'})"
+                )
     finally:
         for process, _ in servers.values():
             process.terminate()

@@ -1,18 +1,24 @@
-"""The SQLite store's writer thread: one connection, batched transactions.
+"""The SQLite store's writes: one connection, batched transactions, committed in order.
 
-Internal to :mod:`a2a_sync.server.stores.sqlite`.
+Internal to :mod:`a2a_sync.server.stores.sqlite`. Ops are queued; a caller that waits for
+its op commits the queue itself (everything queued before its op rides in the same
+transaction), so a durable write costs no hand-off to another thread and back. Ops
+nobody waits for are committed by the writer thread after lingering briefly for more.
+Whoever commits holds one lock and takes ops in queue order, so ops apply in the order
+they were queued.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from typing import Final
 
-from ...errors import InternalError
+from ...errors import A2ASyncError, InternalError
 
 __all__ = ["BatchWriter", "WriteOp"]
 
@@ -22,20 +28,24 @@ logger = logging.getLogger(__name__)
 WRITE_BATCH: Final = 512
 #: Longest wait for a durable write before the call fails (a stuck disk, not a busy one).
 DURABLE_WRITE_TIMEOUT: Final = 30.0
+#: How long the writer thread lingers for more writes before committing ops nobody waits
+#: for: a request's claim and context ride with its task's creation, a task's
+#: intermediate events with its final state, and a stream's chunks share transactions.
+LINGER: Final = 0.002
 
 Apply = Callable[[sqlite3.Connection], None]
 
 
 class WriteOp:
-    """One unit of work. On the writer thread, ``committed`` runs after its commit, and
-    ``failed`` as soon as it failed (before any later op runs): how fire-and-forget ops
-    report.
+    """One unit of work. On the committing thread, ``committed`` runs after its commit,
+    and ``failed`` as soon as it failed (before any later op runs): how fire-and-forget
+    ops report.
 
-    Ops of many callers share a transaction, each in its own savepoint: an op that fails
-    fails only itself (:meth:`wait` raises for it), the others commit.
+    Ops of many callers share a transaction: an op that fails fails only itself
+    (:meth:`wait` raises for it), the others commit.
     """
 
-    __slots__ = ("apply", "committed", "done", "error", "failed")
+    __slots__ = ("apply", "committed", "done", "error", "failed", "writer")
 
     def __init__(
         self,
@@ -50,19 +60,26 @@ class WriteOp:
         self.failed = failed
         self.done = threading.Event() if wait else None
         self.error: BaseException | None = None
+        self.writer: BatchWriter | None = None
 
     def wait(self) -> None:
-        """Block until committed (no-op for fire-and-forget ops).
+        """Block until committed (no-op for fire-and-forget ops), committing the queue
+        on this thread when nobody else is.
 
         Raises:
             InternalError: The commit failed or timed out.
+            A2ASyncError: The op refused its write with this error (it is re-raised).
         """
         if self.done is None:
             return
-        if not self.done.wait(DURABLE_WRITE_TIMEOUT):
+        if self.writer is not None:
+            finished = self.writer.commit_through(self)
+        else:
+            finished = self.done.wait(DURABLE_WRITE_TIMEOUT)
+        if not finished:
             raise InternalError("task store write timed out")
         if self.error is not None:
-            if isinstance(self.error, InternalError):
+            if isinstance(self.error, A2ASyncError):
                 raise self.error
             raise InternalError("task store write failed") from self.error
 
@@ -73,11 +90,15 @@ class WriteOp:
 
 
 class BatchWriter:
-    """Owns ``db`` on a daemon thread; commits queued ops in batches. Thread-safe."""
+    """Owns ``db``; commits queued ops in batches, on the thread of a caller waiting for
+    one or on its daemon thread. Thread-safe."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
-        self._queue: queue.SimpleQueue[WriteOp | None] = queue.SimpleQueue()
+        self._queue: collections.deque[WriteOp] = collections.deque()
+        self._ready = threading.Condition(threading.Lock())  # guards _queue, _stopping
+        self._commit_lock = threading.Lock()  # one batch at a time, in queue order
+        self._stopping = False
         self._thread = threading.Thread(
             target=self._loop, name="a2a-sync-sqlite-writer", daemon=True
         )
@@ -85,25 +106,56 @@ class BatchWriter:
 
     def put(self, op: WriteOp) -> WriteOp:
         """Queue ``op``; returns it (``op.wait()`` for durability)."""
-        self._queue.put(op)
+        op.writer = self
+        with self._ready:
+            self._queue.append(op)
+            if len(self._queue) == 1:
+                self._ready.notify()
         return op
 
     def flush(self) -> None:
         """Wait until everything queued so far is committed."""
         self.put(WriteOp(lambda db: None, wait=True)).wait()
 
+    def commit_through(self, op: WriteOp) -> bool:
+        """Commit queued batches on this thread until ``op`` is committed (or failed).
+
+        Returns:
+            False when that did not happen within :data:`DURABLE_WRITE_TIMEOUT`.
+        """
+        assert op.done is not None
+        deadline = time.monotonic() + DURABLE_WRITE_TIMEOUT
+        while not op.done.is_set():
+            if not self._commit_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                return op.done.is_set()
+            try:
+                if not op.done.is_set() and not self._commit_queued():
+                    # Not queued and not done: it was never put (a bug); do not hang.
+                    op.error = InternalError("task store write was not queued")
+                    op.done.set()
+            finally:
+                self._commit_lock.release()
+        return True
+
     def close(self, timeout: float) -> bool:
         """Commit what is queued, stop the thread, close the connection.
 
         Returns:
-            True when the thread ended in time (else the connection is left open).
+            True when everything ended in time (else the connection is left open).
         """
-        self._queue.put(None)
+        with self._ready:
+            self._stopping = True
+            self._ready.notify_all()
         self._thread.join(timeout)
-        if self._thread.is_alive():
+        if self._thread.is_alive() or not self._commit_lock.acquire(timeout=timeout):
             logger.error("task store writer did not finish within %s s", timeout)
             return False
-        self._db.close()
+        try:
+            while self._commit_queued():  # (put by callers racing with close)
+                pass
+            self._db.close()
+        finally:
+            self._commit_lock.release()
         return True
 
     @property
@@ -112,35 +164,42 @@ class BatchWriter:
         return self._thread.is_alive()
 
     def _loop(self) -> None:
+        """Commit ops nobody waits for (a waiting caller usually commits first)."""
         while True:
-            op = self._queue.get()
-            if op is None:
-                return
-            batch = [op]
-            stop = False
-            while len(batch) < WRITE_BATCH:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    stop = True
-                    break
-                batch.append(more)
+            with self._ready:
+                while not self._queue and not self._stopping:
+                    self._ready.wait()
+                if not self._queue:
+                    return
+                deadline = time.monotonic() + LINGER
+                while not self._stopping and len(self._queue) < WRITE_BATCH:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._ready.wait(remaining)
+            with self._commit_lock:
+                self._commit_queued()
+
+    def _commit_queued(self) -> bool:
+        """Commit the next batch of queued ops (commit lock held); False when none."""
+        with self._ready:
+            batch = [self._queue.popleft() for _ in range(min(len(self._queue), WRITE_BATCH))]
+        if batch:
             self._commit(batch)
-            if stop:
-                return
+        return bool(batch)
 
     def _commit(self, batch: list[WriteOp]) -> None:
-        """Commit ``batch`` in one transaction, each op inside its own savepoint: an op that
-        fails is undone alone and fails alone; every other op commits. Only a failure of
-        the transaction itself (BEGIN, COMMIT, a lost savepoint after an I/O error that
-        rolled everything back) fails the whole batch."""
+        """Commit ``batch`` in one transaction. Ops run one after another; when one fails,
+        the transaction is rolled back and run again with each op inside its own
+        savepoint: an op that fails is undone alone and fails alone; every other op
+        commits. Only a failure of the transaction itself (BEGIN, COMMIT, a lost savepoint
+        after an I/O error that rolled everything back) fails the whole batch."""
         db = self._db
         try:
-            db.execute("BEGIN")
-            for op in batch:
-                self._apply(op, savepoint=len(batch) > 1)  # a lone op: its transaction
+            if not self._run_plain(batch):  # (rolled back: one op failed)
+                db.execute("BEGIN")
+                for op in batch:
+                    self._apply(op, savepoint=len(batch) > 1)  # a lone op: its transaction
             if db.in_transaction:  # (a lone op that failed rolled it back already)
                 db.execute("COMMIT")
         except sqlite3.Error as exc:  # the transaction failed: nothing of it is durable
@@ -157,6 +216,22 @@ class BatchWriter:
                 op.committed()
             if op.done is not None:
                 op.done.set()
+
+    def _run_plain(self, batch: list[WriteOp]) -> bool:
+        """Run every op in one open transaction without savepoints (the common case: no
+        op fails, and a savepoint per op costs two statements). Returns False, with the
+        transaction rolled back, when an op raised (nobody is told: the batch runs again)."""
+        db = self._db
+        db.execute("BEGIN")
+        for op in batch:
+            try:
+                op.apply(db)
+            except Exception:  # one caller's op: the batch runs again, each op alone
+                logger.debug("task store: a write failed; the batch runs again", exc_info=True)
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                return False
+        return True
 
     def _apply(self, op: WriteOp, *, savepoint: bool) -> None:
         """Run one op inside the open transaction; undo it alone if it fails."""
