@@ -18,14 +18,15 @@ from a2a_sync.server.app import A2AApplication
 from a2a_sync.server.serving import serve_in_thread
 from a2a_sync.types import Task
 from tests.server.agents import WAIT, EchoAgent, card
-from tests.server.test_serving import _free_port, _up
+from tests.server.test_serving import _up
+from tests.support.ports import listening_socket
 
 ROOT = Path(__file__).parents[2]
 
 
 def test_gunicorn_serves_rest_in_both_revisions(tmp_path: Path) -> None:
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
+    listener = listening_socket()  # gunicorn gets the socket itself: no port race
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
     config = tmp_path / "gunicorn.conf.py"
     config.write_text("from tests.server.gunicorn_app import worker_exit  # noqa: F401\n")
     process = subprocess.Popen(
@@ -40,15 +41,17 @@ def test_gunicorn_serves_rest_in_both_revisions(tmp_path: Path) -> None:
             "--threads",
             "8",
             "--bind",
-            f"127.0.0.1:{port}",
+            f"fd://{listener.fileno()}",
             "-c",
             str(config),
             "tests.server.gunicorn_app:app",
         ],
         cwd=ROOT,
+        pass_fds=(listener.fileno(),),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
+    listener.close()  # the child holds it now
     try:
         deadline = time.monotonic() + 30
         while not _up(url):
