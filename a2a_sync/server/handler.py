@@ -226,8 +226,11 @@ class DefaultRequestHandler:
         if run is None:
             assert existing is not None
             task = existing.task
-            if not immediate and not is_final(task) and self.store.running_elsewhere(task.id):
-                # The first delivery runs on another worker: wait for it as for a local run.
+            if not immediate and not is_final(task):
+                # The first delivery's run is on another worker, or queued here and not
+                # started yet: a blocking resend waits for it as for its own run (it used
+                # to answer the task as it stood, e.g. still working, when the run was not
+                # registered as running elsewhere yet).
                 deadline = time.monotonic() + self._blocking_timeout
                 task = follow_until(self.store, existing, deadline, is_final).task
             return _trim(task, history_length)

@@ -11,6 +11,7 @@ against anyone.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import ipaddress
 import itertools
@@ -503,7 +504,7 @@ def test_tokens_and_credentials_are_never_answered_back(store: TaskStore) -> Non
 def _raw_configs(store: TaskStore, request: pytest.FixtureRequest, tmp_path: Path) -> bytes:
     """Every stored config as the database holds it."""
     if isinstance(store, SQLiteTaskStore):
-        with sqlite3.connect(tmp_path / "push.db") as db:
+        with contextlib.closing(sqlite3.connect(tmp_path / "push.db")) as db:
             rows = db.execute("SELECT config FROM a2a_push_configs").fetchall()
         return b"".join(bytes(row[0]) for row in rows)
     if isinstance(store, InMemoryTaskStore):
