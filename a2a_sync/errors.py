@@ -69,6 +69,7 @@ from typing import Any, ClassVar
 from ._redact import redact_url, scrub
 
 __all__ = [
+    "install_hint",
     "EXCERPT_LIMIT",
     "A2ASyncError",
     "TransportError",
@@ -144,6 +145,12 @@ def excerpt(body: bytes | str | None, limit: int = EXCERPT_LIMIT) -> str:
     if len(text) > limit:
         return text[:limit] + f"... ({len(text)} chars)"
     return text
+
+
+def install_hint(extra: str) -> str:
+    """How to install an optional part: the published package, and the same from a source
+    checkout (where ``a2a-sync`` is not on PyPI yet, ``pip install 'a2a-sync[...]'`` fails)."""
+    return f"pip install 'a2a-sync[{extra}]' (from a source checkout: pip install -e '.[{extra}]')"
 
 
 class A2ASyncError(Exception):

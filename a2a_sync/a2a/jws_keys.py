@@ -23,7 +23,7 @@ import hmac
 from types import SimpleNamespace
 from typing import Any, Final
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, install_hint
 
 __all__ = [
     "HMAC_ALGORITHMS",
@@ -108,7 +108,7 @@ def _crypto(alg: str) -> Any:
         )
     except ImportError:
         raise ConfigurationError(
-            f"{alg} signatures need the 'cryptography' package (pip install 'a2a-sync[signing]')"
+            f"{alg} signatures need the 'cryptography' package ({install_hint('signing')})"
         ) from None
     return SimpleNamespace(
         InvalidSignature=InvalidSignature,

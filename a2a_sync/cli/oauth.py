@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, install_hint
 
 __all__ = ["add_login_commands", "oauth_arguments", "oauth_for"]
 
@@ -44,9 +44,7 @@ def _oauth_module() -> Any:
     try:
         return importlib.import_module("a2a_sync.auth.oauth")
     except ImportError as exc:
-        raise ConfigurationError(
-            "OAuth needs the oauth extra: pip install 'a2a-sync[oauth]'"
-        ) from exc
+        raise ConfigurationError(f"OAuth needs the oauth extra: {install_hint('oauth')}") from exc
 
 
 def oauth_for(args: argparse.Namespace) -> Any:

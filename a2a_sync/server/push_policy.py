@@ -31,7 +31,7 @@ from typing import Any, Final
 import attrs
 
 from ..a2a.types import PushNotificationConfig
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, install_hint
 
 __all__ = [
     "DEFAULT_MAX_CONFIGS_PER_CALLER",
@@ -138,7 +138,7 @@ class SecretBox:
             except ImportError as exc:
                 raise ConfigurationError(
                     "PushSettings.encryption_keys needs the 'cryptography' package"
-                    " (pip install 'a2a-sync[signing]')"
+                    f" ({install_hint('signing')})"
                 ) from exc
             try:
                 self._fernet = MultiFernet([Fernet(key) for key in keys])

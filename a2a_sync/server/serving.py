@@ -37,7 +37,7 @@ from types import FrameType
 from typing import Any, Final
 
 from ..a2a.types import AgentCard
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, install_hint
 from .announce import bind_error, say, store_location
 from .app import (
     DEFAULT_GRACE_PERIOD,
@@ -109,9 +109,7 @@ class RunningServer:
         try:
             import waitress  # noqa: PLC0415 - optional dependency (the "server" extra)
         except ImportError as exc:
-            raise ConfigurationError(
-                "serving needs waitress: pip install 'a2a-sync[server]'"
-            ) from exc
+            raise ConfigurationError(f"serving needs waitress: {install_hint('server')}") from exc
         from waitress import wasyncore  # noqa: PLC0415
         from waitress.task import ThreadedTaskDispatcher  # noqa: PLC0415
 
@@ -305,7 +303,7 @@ def open_task_store(database: str | None) -> TaskStore:
             from .stores.postgres import PostgresTaskStore  # noqa: PLC0415 - optional extra
         except ImportError as exc:
             raise ConfigurationError(
-                "a PostgreSQL task store needs psycopg: pip install 'a2a-sync[postgres]'"
+                f"a PostgreSQL task store needs psycopg: {install_hint('postgres')}"
             ) from exc
         return PostgresTaskStore(database)
     return SQLiteTaskStore(database or DEFAULT_DATABASE)
@@ -345,7 +343,7 @@ def grpc_server(app: Any, host: str = "127.0.0.1", port: int = 0, **options: Any
         from .bindings.grpc import GRPCServer  # noqa: PLC0415 - optional extra
     except ImportError as exc:
         raise ConfigurationError(
-            "serving gRPC needs the grpc extra: pip install 'a2a-sync[grpc]'"
+            f"serving gRPC needs the grpc extra: {install_hint('grpc')}"
         ) from exc
     return GRPCServer(app, host, port, **options)
 

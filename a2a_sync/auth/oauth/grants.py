@@ -30,6 +30,7 @@ from ...errors import (
     TokenEndpointError,
     TransportError,
     excerpt,
+    install_hint,
 )
 from ...policies import RetryPolicy, Timeout
 from .discovery import AuthorizationServer
@@ -42,7 +43,7 @@ try:
     from authlib.oauth2.rfc7523 import PrivateKeyJWT
     from authlib.oauth2.rfc7636 import create_s256_code_challenge
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise ImportError("a2a_sync.auth.oauth needs authlib: pip install 'a2a-sync[oauth]'") from exc
+    raise ImportError(f"a2a_sync.auth.oauth needs authlib: {install_hint('oauth')}") from exc
 
 __all__ = [
     "PendingAuthorization",

@@ -21,7 +21,7 @@ from typing import Any, Final, Protocol
 from ..._net.sse import SSEStream
 from ...a2a.methods import Operation, Revision
 from ...a2a.types import AgentCard
-from ...errors import ConfigurationError
+from ...errors import ConfigurationError, install_hint
 from ...policies import RetryPolicy
 from .jsonrpc import JSONRPCTransport, TimeoutArg
 from .rest import RESTTransport
@@ -100,7 +100,7 @@ def _grpc_class() -> Any:
         from .grpc import GRPCTransport  # noqa: PLC0415 - optional extra, loaded on demand
     except ImportError as exc:
         raise ConfigurationError(
-            "the GRPC binding needs the grpc extra: pip install 'a2a-sync[grpc]'"
+            f"the GRPC binding needs the grpc extra: {install_hint('grpc')}"
             f" ({exc.name or exc} is missing)"
         ) from exc
     return GRPCTransport
