@@ -1,6 +1,10 @@
-"""Issue 16 gaps, item 2: the MCP GET listener (server-initiated stream) and the legacy
-HTTP+SSE transport answer a 401 the way the POST path does (``Endpoint.challenged``: a
-new token, once per refusal, bounded by the authorization).
+"""Issue 16 gaps, items 2 and 3 (MCP):
+
+* the GET listener (server-initiated stream) and the legacy HTTP+SSE transport answer a
+  401 the way the POST path does (``Endpoint.challenged``: a new token, once per
+  refusal, bounded by the authorization);
+* an interactive first login runs before the ``server/discover`` probe, so a person
+  slower than the probe's wait does not push ``era="auto"`` into the legacy era.
 
 The peer is the official ``mcp`` 2.3.0 server with its own auth settings; its token
 verifier stops accepting the first token after a given number of uses, so a refusal
@@ -24,8 +28,9 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 
 from a2a_sync.auth.oauth import OAuth
+from a2a_sync.errors import DeadlineExceeded
 from a2a_sync.mcp import MCPConnection
-from tests.auth.oauth.conftest import authorization_server, make_oauth
+from tests.auth.oauth.conftest import Approve, authorization_server, make_oauth
 from tests.auth.oauth.test_mcp_peer import START_TIMEOUT, Verifier
 from tests.support.oauth_server import AuthorizationServerFixture, Client
 
@@ -152,3 +157,48 @@ def test_the_legacy_sse_transport_logs_in_on_its_get_and_renews_on_a_post(
 
     assert verifier.new_token.is_set()
     assert len(authorization_server.token_requests) == 2
+
+
+class SlowPerson(Approve):
+    """The browser step of a person who takes ``think`` seconds to approve (longer
+    than the probe's wait): the login must not run inside the probe."""
+
+    def __init__(self, server: AuthorizationServerFixture, think: float) -> None:
+        super().__init__(server)
+        self.think = think
+        self.never = threading.Event()  # nobody sets it: the person's thinking time
+
+    def authorize(self, build: Callable[[str], str]) -> str:
+        self.never.wait(self.think)
+        return super().authorize(build)
+
+
+def test_auto_keeps_the_modern_era_when_the_first_login_outlasts_the_probe(
+    authorization_server: AuthorizationServerFixture,
+    serve_mcp: Callable[[str, int], tuple[str, ExpiringVerifier]],
+    make_oauth: Callable[..., OAuth],
+) -> None:
+    url, _ = serve_mcp("streamable", 1000)
+    person = SlowPerson(authorization_server, think=5.0)
+    oauth = make_oauth(handler=person)
+
+    with MCPConnection.http(url, auth=oauth, era="auto", discover_timeout=2.5) as conn:
+        assert conn.era == "modern"
+        assert conn.client().call_tool("add", {"a": 2, "b": 2}).text == "4"
+
+    assert len(person.urls) == 1  # one login, before the probe
+
+
+def test_with_a_timeout_given_the_login_counts_against_it(
+    authorization_server: AuthorizationServerFixture,
+    serve_mcp: Callable[[str, int], tuple[str, ExpiringVerifier]],
+    make_oauth: Callable[..., OAuth],
+) -> None:
+    url, _ = serve_mcp("streamable", 1000)
+    oauth = make_oauth(handler=SlowPerson(authorization_server, think=2.0))
+
+    with (
+        pytest.raises(DeadlineExceeded, match="OAuth login"),
+        MCPConnection.http(url, auth=oauth, handshake_timeout=1.0),
+    ):
+        pass
