@@ -179,10 +179,10 @@ def test_auto_keeps_the_modern_era_when_the_first_login_outlasts_the_probe(
     make_oauth: Callable[..., OAuth],
 ) -> None:
     url, _ = serve_mcp("streamable", 1000)
-    person = SlowPerson(authorization_server, think=5.0)
+    person = SlowPerson(authorization_server, think=6.0)
     oauth = make_oauth(handler=person)
 
-    with MCPConnection.http(url, auth=oauth, era="auto", discover_timeout=2.5) as conn:
+    with MCPConnection.http(url, auth=oauth, era="auto", discover_timeout=4.0) as conn:
         assert conn.era == "modern"
         assert conn.client().call_tool("add", {"a": 2, "b": 2}).text == "4"
 
@@ -195,10 +195,10 @@ def test_with_a_timeout_given_the_login_counts_against_it(
     make_oauth: Callable[..., OAuth],
 ) -> None:
     url, _ = serve_mcp("streamable", 1000)
-    oauth = make_oauth(handler=SlowPerson(authorization_server, think=2.0))
+    oauth = make_oauth(handler=SlowPerson(authorization_server, think=4.0))
 
     with (
         pytest.raises(DeadlineExceeded, match="OAuth login"),
-        MCPConnection.http(url, auth=oauth, handshake_timeout=1.0),
+        MCPConnection.http(url, auth=oauth, handshake_timeout=2.0),
     ):
         pass
