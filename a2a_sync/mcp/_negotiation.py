@@ -14,7 +14,9 @@ A ``-32022`` answer naming a modern revision we speak is re-sent at that revisio
 With ``sampling``/``elicitation``/``roots`` callbacks declared, ``auto`` takes the
 handshake era of a server whose discover result lists it too (docs/decisions.md §11).
 Everything, the shutdown of a server that failed to connect included, happens within one
-budget (``handshake_timeout``); an error after a failed probe names the probe, and a
+budget (``handshake_timeout``); an OAuth login a protected HTTP server asks for runs first,
+outside the probe's wait (and outside the budget unless the user gave a timeout); an
+error after a failed probe names the probe, and a
 handshake timeout from a stdio server that wrote non-JSON to stdout quotes the line.
 
 The wire shapes (params, results, what an answer says about the era) live in
@@ -96,6 +98,10 @@ class Negotiator:
         handshake_timeout: The budget of the whole connect (probe, handshake, cleanup).
         on_notification: Connection bookkeeping, registered on every session started.
         sleep: The MRTR back-off wait of every session started (tests inject a recorder).
+        timeout_given: The user gave the connect a timeout: an OAuth login before the
+            negotiation counts against :attr:`handshake_timeout`. Otherwise the login
+            (bounded by its own handler and network timeouts) runs before the budget
+            starts, so a person approving in a browser is not raced by the handshake.
     """
 
     factory: Callable[[], Transport]
@@ -109,6 +115,7 @@ class Negotiator:
     handshake_timeout: float
     on_notification: Callable[[str, dict[str, Any]], None]
     sleep: Callable[[float], None] = time.sleep
+    timeout_given: bool = False
 
     def connect(self) -> Live:
         """Start a transport and its session, and negotiate the era, all within
@@ -131,6 +138,7 @@ class Negotiator:
         probe = mode == "auto"
         live = self._start()
         try:
+            clock = self._log_in(live, clock)
             cached = eras.ERA_CACHE.get(live.transport.era_key) if probe else None
             if cached == "legacy":
                 mode, version, probe = "legacy", eras.LATEST_HANDSHAKE_VERSION, False
@@ -172,6 +180,28 @@ class Negotiator:
         transport.start(session)
         session.add_listener(self.on_notification)
         return Live(transport, session)
+
+    def _log_in(self, live: Live, clock: _Clock) -> _Clock:
+        """An OAuth login before the probe and the handshake (HTTP transports with an
+        ``auth`` that answers challenges and holds no token yet): the probe's short wait
+        never races a person approving in a browser, and ``auto`` keeps the modern era.
+        Returns the clock the negotiation runs on (a fresh one when no timeout was given:
+        the login did not count)."""
+        log_in = getattr(live.transport, "log_in", None)
+        if log_in is None:
+            return clock
+        if not log_in(clock.left()):
+            return clock
+        if not self.timeout_given:
+            return _Clock(self.handshake_timeout)
+        if clock.deadline <= time.monotonic():
+            raise DeadlineExceeded(
+                f"the OAuth login for {live.transport.name} took longer than the connect "
+                f"timeout ({self.handshake_timeout:g} s); log in first (oauth.login(url) or "
+                "`a2a-sync login URL`) or give a longer handshake_timeout",
+                timeout=self.handshake_timeout,
+            )
+        return clock
 
     def _abort(self, live: Live, clock: _Clock) -> None:
         """Close what failed to negotiate, within what is left of the budget."""

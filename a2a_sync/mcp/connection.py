@@ -107,6 +107,7 @@ class MCPConnection:
             handshake_timeout=handshake_timeout,
             on_notification=self.catalog.on_notification,
             sleep=opts.sleep,
+            timeout_given=opts.handshake_timeout is not None or opts.timeout is not None,
         )
         self._close_lock = threading.Lock()
         self._closed = False

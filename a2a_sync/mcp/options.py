@@ -83,7 +83,9 @@ class MCPOptions:
         discover_timeout: How long ``era="auto"`` waits for the ``server/discover`` probe.
         handshake_timeout: Bound on the whole connect: the era probe, the handshake and
             stopping a server that failed to connect (default: ``timeout`` if given, else
-            60 s, for servers started through npx/uvx that install packages first).
+            60 s, for servers started through npx/uvx that install packages first). An
+            OAuth first login runs before the probe and counts against this only when
+            ``timeout`` or ``handshake_timeout`` is given (docs/auth.md).
         input_required_max_rounds: Cap on ``input_required`` rounds per call (modern era).
         sleep: Waits between ``input_required`` rounds that carry only ``requestState``
             (a short back-off); tests inject a recorder.

@@ -306,8 +306,7 @@ class A2AApplication:
             )
         principal = self._principal(environ)
         if principal is None:
-            challenge = getattr(self._authenticate, "challenge", None)  # e.g. JWTBearerAuth
-            return unauthorized(start_response, *([challenge(environ)] if challenge else []))
+            return unauthorized(start_response, self._challenge(environ))
         body = read_body(environ, self.max_body_bytes)
         if body is None:
             return plain(start_response, "413 Content Too Large", "request body too large")
@@ -373,9 +372,8 @@ class A2AApplication:
                 # card says so to everyone, as a protocol error.
                 self._check_extended_card()
                 if principal.is_anonymous:
-                    return unauthorized(start_response)
-            refusal = getattr(self._authenticate, "refusal", None)  # scopes per operation
-            refused = refusal(principal, operation.value, request.method) if refusal else None
+                    return unauthorized(start_response, self._challenge(environ))
+            refused = self._refusal(principal, operation, request.method)
             if refused is not None:
                 return plain(
                     start_response,
@@ -482,6 +480,19 @@ class A2AApplication:
         if principal is None:
             return ANONYMOUS if self._allow_anonymous else None
         return principal
+
+    def _challenge(self, environ: Mapping[str, Any]) -> str:
+        """``WWW-Authenticate`` of a 401, for every binding: the authenticator's own
+        challenge when it has one (e.g. JWTBearerAuth: ``resource_metadata``, ``scope``)."""
+        challenge = getattr(self._authenticate, "challenge", None)
+        return str(challenge(environ)) if challenge is not None else "Bearer"
+
+    def _refusal(self, principal: Principal, operation: Operation, method: str) -> str | None:
+        """``WWW-Authenticate`` of a 403 when the authenticator refuses ``principal`` the
+        operation (e.g. JWTBearerAuth's scopes per operation), else ``None``. Every binding
+        asks this before dispatching."""
+        refusal = getattr(self._authenticate, "refusal", None)
+        return None if refusal is None else refusal(principal, operation.value, method)
 
     def _origin_allowed(self, environ: Mapping[str, Any]) -> bool:
         origin = environ.get("HTTP_ORIGIN")

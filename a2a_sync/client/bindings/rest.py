@@ -107,7 +107,8 @@ class RESTTransport:
     ) -> Any:
         """Send one unary call and return the decoded answer.
 
-        A 401 is answered once by refreshing the credentials and sending again.
+        A 401/403 is answered by an OAuth credential (log in, refresh, step up; bounded)
+        or once by refreshing other credentials, and the request is sent again.
 
         Raises:
             UnsupportedOperation: ``operation`` has no route in the revision.
@@ -118,16 +119,24 @@ class RESTTransport:
         route = self._route(operation)
         method, url, body = self._request(route, params)
         retried_auth = False
+        refusals = 0
         while True:
+            headers = self._headers(card, body is not None)
             result = self.http.request(
                 method,
                 url,
                 body=body,
-                headers=self._headers(card, body is not None),
+                headers=headers,
                 idempotent=idempotent or operation in IDEMPOTENT,
                 timeout=self.timeout if timeout is None else timeout,
                 retry=self.retry,
             )
+            if result.status in (401, 403) and self.credentials is not None:
+                refusals += 1  # an OAuth credential bounds these and raises when it gives up
+                challenge = result.headers.get("WWW-Authenticate")
+                sent = headers.get("Authorization")
+                if self.credentials.challenged(self.url, result.status, challenge, sent, refusals):
+                    continue
             if (
                 result.status == 401
                 and not retried_auth
@@ -157,7 +166,27 @@ class RESTTransport:
         """
         route = self._route(operation)
         method, url, body = self._request(route, params)
-        request = StreamRequest(method, url, body=body, headers=self._headers(card, True))
+        for attempt in (1, 2):
+            headers = self._headers(card, True)
+            try:
+                request = StreamRequest(method, url, body=body, headers=headers)
+                return self._open_stream(request, timeout, reconnect)
+            except HTTPStatusError as exc:
+                # An OAuth credential answers a refused opening once (as over JSON-RPC).
+                if (
+                    exc.status_code not in (401, 403)
+                    or attempt == 2
+                    or self.credentials is None
+                    or not self.credentials.challenged(
+                        self.url, exc.status_code, None, headers.get("Authorization"), attempt
+                    )
+                ):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _open_stream(
+        self, request: StreamRequest, timeout: TimeoutArg, reconnect: Any
+    ) -> tuple[SSEStream, int | str]:
         try:
             sse = SSEStream(
                 self.http,

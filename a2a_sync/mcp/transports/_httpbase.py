@@ -185,6 +185,12 @@ class Endpoint:
                 headers["Authorization"] = value
         return headers
 
+    def awaits_login(self) -> bool:
+        """True when a :class:`~a2a_sync.auth.ChallengeAuth` holds no token for this
+        endpoint yet (the first request would be refused and start a login)."""
+        auth = self._challenge_auth
+        return auth is not None and auth.authorization(self.url) is None
+
     def challenged(
         self, status: int, headers: Mapping[str, str], sent: str | None, attempt: int
     ) -> bool:

@@ -12,7 +12,14 @@ from typing import Final
 from ..._net.http import StreamResponse
 from ..._net.pool import Call
 from ..._net.sse_decoder import ServerSentEvent, SSEDecoder
-from ...errors import Cancelled, RedirectRefused, ResponseTooLarge, TransportError, excerpt
+from ...errors import (
+    AuthorizationError,
+    Cancelled,
+    RedirectRefused,
+    ResponseTooLarge,
+    TransportError,
+    excerpt,
+)
 from . import MessageSink
 from ._httpbase import (
     ERROR_BODY_LIMIT,
@@ -41,9 +48,11 @@ _STOP: Final = "stop"
 class Listener:
     """The GET stream of one session: server-initiated messages (legacy era).
 
-    Re-opened with ``Last-Event-ID`` when it ends. A stream that ends at once without a
-    message counts as a failure; after ``policy.max_attempts`` of those in a row (with
-    growing delays) it is given up (MH-06). A 405 means the server offers none. Stopped by
+    Re-opened with ``Last-Event-ID`` when it ends. A 401/403 is answered by the
+    endpoint's authorization (a refreshed or stepped-up token; bounded by it) and the GET
+    re-opened at once. A stream that ends at once without a message counts as a failure;
+    after ``policy.max_attempts`` of those in a row (with growing delays) it is given up
+    (MH-06). A 405 means the server offers none. Stopped by
     :meth:`halt` from any thread; its thread is a named daemon.
     """
 
@@ -96,6 +105,7 @@ class Listener:
                     self._sink.deliver(message)
             return self.stop.is_set()
 
+        refusals = 0  # 401/403 answers in a row, each answered by the ChallengeAuth
         while not self.stop.is_set():
             opened = time.monotonic()
             received = 0
@@ -113,6 +123,14 @@ class Listener:
                 logger.debug("%s: GET stream: %s", link.name, link.endpoint.redact(exc))
             else:
                 with response:
+                    if response.status in (401, 403):
+                        refusals += 1  # the ChallengeAuth bounds these and raises when done
+                        if self._challenged(response, headers, refusals):
+                            continue  # a fresh or stepped-up token: re-open at once
+                        if self.stop.is_set():
+                            return
+                    else:
+                        refusals = 0
                     verdict = self._verdict(response, SESSION_HEADER in headers)
                     if verdict == _STOP:
                         return
@@ -135,6 +153,19 @@ class Listener:
                 return
             if self.stop.wait(link.delay(failures, decoder.retry)):
                 return
+
+    def _challenged(self, response: StreamResponse, headers: dict[str, str], refusals: int) -> bool:
+        """A 401/403 answered as on the POST path (:meth:`Endpoint.challenged
+        <._httpbase.Endpoint.challenged>`): True to re-open with the new token. A login
+        that fails stops the GET stream (logged); requests carry on and report it."""
+        try:
+            return self._link.endpoint.challenged(
+                response.status, response.headers, headers.get("Authorization"), refusals
+            )
+        except AuthorizationError as exc:
+            logger.warning("%s: no GET stream: %s", self._link.name, exc)
+            self.stop.set()
+            return False
 
     def _verdict(self, response: StreamResponse, sent_session: bool) -> str:
         """Read an event stream, retry after an outage, or stop (a refusal says why)."""

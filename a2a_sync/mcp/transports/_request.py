@@ -52,7 +52,7 @@ from ._httpbase import (
 from ._session import LegacySession
 from ._streams import Exchange, Link, resume
 
-__all__ = ["REISSUABLE", "RequestPoster", "new_id", "post_ack"]
+__all__ = ["REISSUABLE", "RequestPoster", "log_in_first", "new_id", "post_ack"]
 
 logger = logging.getLogger(__name__)
 
@@ -309,3 +309,35 @@ def post_ack(
         headers=result.headers,
         content_type=result.content_type,
     )
+
+
+def log_in_first(http: HTTPTransport, endpoint: Endpoint, timeout: Timeout) -> bool:
+    """Before the era probe: when an OAuth ``auth`` holds no token yet, POST one
+    unauthenticated ``ping`` and, if the server answers 401/403 with a challenge, let the
+    authorization log in now (discovery, registration, the person's browser step), so
+    the login is not raced by the probe's short wait. Any other answer is ignored: the
+    handshake sends the real requests (an unprotected server never sees a token).
+
+    Raises:
+        AuthorizationError: The login failed.
+        TransportError: The POST failed (redacted: no secret URL in it).
+    """
+    if not endpoint.awaits_login():
+        return False
+    headers = endpoint.headers(ACCEPT_BOTH)
+    headers["Content-Type"] = JSON_TYPE
+    ping = {"jsonrpc": "2.0", "id": new_id(), "method": "ping"}
+    try:
+        result = http.request(
+            "POST",
+            endpoint.url,
+            body=_jsonrpc.encode(ping),
+            headers=headers,
+            timeout=timeout,
+            max_response_bytes=ERROR_BODY_LIMIT,
+        )
+    except TransportError as exc:
+        raise endpoint.redact(exc) from None
+    if result.status not in (401, 403):
+        return False
+    return endpoint.challenged(result.status, result.headers, headers.get("Authorization"), 1)

@@ -70,7 +70,7 @@ from ._httpbase import (
     Endpoint,
 )
 from ._listener import Listener
-from ._request import RequestPoster, new_id, post_ack
+from ._request import RequestPoster, log_in_first, new_id, post_ack
 from ._session import LegacySession
 from ._streams import Exchange, Link
 from ._workers import Workers
@@ -335,6 +335,15 @@ class StreamableHTTPTransport:
         if exchange.result is None:
             raise ConnectionClosed(f"MCP connection to {self.name} is closed")
         return exchange.result
+
+    def log_in(self, timeout: float) -> bool:
+        """Let an OAuth ``auth`` log in before the era probe (see
+        :func:`~._request.log_in_first`); the POST is bounded by ``timeout``. True when
+        a login ran."""
+        connect = min(self._ack_timeout.connect or timeout, timeout)
+        return log_in_first(
+            self._http, self._endpoint, Timeout(connect=connect, read=timeout, total=timeout)
+        )
 
     # --- notifications, replies, the GET stream, DELETE ------------------------------------------
 

@@ -168,26 +168,18 @@ class LegacySSETransport:
     def start(self, sink: MessageSink) -> None:
         """Open the event stream and wait for the ``endpoint`` event.
 
+        A 401/403 is answered by an OAuth ``auth`` (login, refresh, step-up) and the GET
+        sent again.
+
         Raises:
             HTTPStatusError: The GET was refused.
+            AuthorizationError: A 401/403 the authorization could not answer.
             ProtocolError: Not an event stream, or an endpoint on another origin.
             DeadlineExceeded: No endpoint event within ``endpoint_timeout``.
             TransportError: The server could not be reached.
         """
         self._sink = sink
-        headers = self._endpoint.headers(EVENT_STREAM_TYPE)
-        headers["Cache-Control"] = "no-store"
-        try:
-            response = self._http.open_stream(
-                "GET",
-                self._endpoint.url,
-                headers=headers,
-                idempotent=True,
-                timeout=self._open_timeout,
-                idle_timeout=self._read_timeout,
-            )
-        except TransportError as exc:
-            raise self._endpoint.redact(exc) from None
+        response = self._open()
         try:
             if not 200 <= response.status < 300 or response.content_type != EVENT_STREAM_TYPE:
                 body = response.read_body(ERROR_BODY_LIMIT)
@@ -227,34 +219,79 @@ class LegacySSETransport:
             self._shutdown(None)
             raise error
 
+    def _open(self) -> StreamResponse:
+        """GET the event stream; a 401/403 is answered by the endpoint's authorization
+        (log in, refresh or step up; it bounds the attempts) and the GET sent again."""
+        attempt = 0
+        while True:
+            headers = self._endpoint.headers(EVENT_STREAM_TYPE)
+            headers["Cache-Control"] = "no-store"
+            try:
+                response = self._http.open_stream(
+                    "GET",
+                    self._endpoint.url,
+                    headers=headers,
+                    idempotent=True,
+                    timeout=self._open_timeout,
+                    idle_timeout=self._read_timeout,
+                )
+            except TransportError as exc:
+                raise self._endpoint.redact(exc) from None
+            if response.status not in (401, 403):
+                return response
+            attempt += 1
+            try:
+                again = self._endpoint.challenged(
+                    response.status, response.headers, headers.get("Authorization"), attempt
+                )
+            except BaseException:
+                response.close()
+                raise
+            if not again:
+                return response  # start() reports the refusal
+            response.close()
+
     def send(self, message: dict[str, Any], context: Outgoing | None = None) -> None:
         """POST one message to the endpoint; the answer arrives on the event stream.
 
         Raises:
             ConnectionClosed: The transport is closed.
             HTTPStatusError: The server refused the message.
+            AuthorizationError: A 401/403 the authorization could not answer.
             TransportError: The POST failed.
         """
         post_url = self._post_url
         if self._closing or post_url is None:
             raise ConnectionClosed(f"MCP connection to {self.name} is closed")
-        headers = self._endpoint.headers(JSON_TYPE)
-        headers["Content-Type"] = JSON_TYPE
-        try:
-            result = self._http.request(
-                "POST",
-                post_url,
-                body=_jsonrpc.encode(message),
-                headers=headers,
-                timeout=self._ack_timeout,
-                max_response_bytes=ERROR_BODY_LIMIT,
-            )
-        except Cancelled as exc:
-            if self._closing:
-                raise ConnectionClosed(f"MCP connection to {self.name} is closed") from None
-            raise redacted(exc, post_url, self._endpoint.name) from None
-        except TransportError as exc:
-            raise redacted(exc, post_url, self._endpoint.name) from None
+        body = _jsonrpc.encode(message)
+        attempt = 0
+        while True:
+            headers = self._endpoint.headers(JSON_TYPE)
+            headers["Content-Type"] = JSON_TYPE
+            try:
+                result = self._http.request(
+                    "POST",
+                    post_url,
+                    body=body,
+                    headers=headers,
+                    timeout=self._ack_timeout,
+                    max_response_bytes=ERROR_BODY_LIMIT,
+                )
+            except Cancelled as exc:
+                if self._closing:
+                    raise ConnectionClosed(f"MCP connection to {self.name} is closed") from None
+                raise redacted(exc, post_url, self._endpoint.name) from None
+            except TransportError as exc:
+                raise redacted(exc, post_url, self._endpoint.name) from None
+            # A refusal the authorization answers (new or stepped-up token) is sent again,
+            # as on the Streamable HTTP POST path; the authorization bounds the attempts.
+            if result.status not in (401, 403):
+                break
+            attempt += 1
+            if not self._endpoint.challenged(
+                result.status, result.headers, headers.get("Authorization"), attempt
+            ):
+                break
         if not result.ok:
             raise status_error(
                 "POST",

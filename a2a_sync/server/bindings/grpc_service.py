@@ -48,6 +48,10 @@ class GRPCHost(Protocol):
 
     def _principal(self, environ: Mapping[str, Any]) -> Principal | None: ...
 
+    def _challenge(self, environ: Mapping[str, Any]) -> str: ...
+
+    def _refusal(self, principal: Principal, operation: Operation, method: str) -> str | None: ...
+
     def _admit(self) -> bool: ...
 
     def _release(self) -> None: ...
@@ -75,7 +79,7 @@ class _Status(grpc.Status):
 
     code: grpc.StatusCode
     details: str
-    trailing_metadata: tuple[tuple[str, bytes], ...] = ()
+    trailing_metadata: tuple[tuple[str, str | bytes], ...] = ()
 
 
 class _Refused(Exception):
@@ -95,7 +99,19 @@ def _error_status(exc: RPCError) -> _Status:
     )
 
 
-_UNAUTHENTICATED: Final = _Status(grpc.StatusCode.UNAUTHENTICATED, "authentication required")
+#: Trailing metadata carrying the authenticator's ``WWW-Authenticate`` challenge on
+#: UNAUTHENTICATED and PERMISSION_DENIED (the HTTP bindings send it as a header).
+CHALLENGE_KEY: Final = "www-authenticate"
+
+
+def _unauthenticated(challenge: str) -> _Status:
+    return _Status(
+        grpc.StatusCode.UNAUTHENTICATED,
+        "authentication required",
+        ((CHALLENGE_KEY, challenge),),
+    )
+
+
 _SHUTTING_DOWN: Final = _Status(grpc.StatusCode.UNAVAILABLE, "shutting down")
 _BUSY: Final = _Status(grpc.StatusCode.UNAVAILABLE, "too many streams")
 _EXPIRED: Final = _Status(
@@ -200,18 +216,28 @@ class A2AServiceHandlers:
         environ = self._environ(context, method)
         principal = self._app._principal(environ)
         if principal is None:
-            raise _Refused(_UNAUTHENTICATED)
+            raise _Refused(_unauthenticated(self._app._challenge(environ)))
         check_version(environ, "1.0")
         operation = method.operation
         params = load_params(_CODEC, operation, from_message(_parse(method, request)))
         if operation is Operation.GET_EXTENDED_CARD:
             self._app._check_extended_card()
             if principal.is_anonymous:
-                raise _Refused(_UNAUTHENTICATED)
+                raise _Refused(_unauthenticated(self._app._challenge(environ)))
+        name = wire_name(operation, "1.0") or ""
+        refused = self._app._refusal(principal, operation, name)
+        if refused is not None:
+            raise _Refused(
+                _Status(
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    "insufficient scope",
+                    ((CHALLENGE_KEY, refused),),
+                )
+            )
         call = CallContext(
             principal=principal,
             revision="1.0",
-            method=wire_name(operation, "1.0") or "",
+            method=name,
             operation=operation,
             extensions=extensions_of(environ, "1.0"),
             headers=headers_of(environ),

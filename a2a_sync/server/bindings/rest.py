@@ -17,7 +17,9 @@ Errors are ``google.rpc.Status`` JSON (``{"error": {"code", "status", "message",
 "details": [ErrorInfo ...]}}``) with the HTTP status of the A2A error table
 (:mod:`a2a_sync.a2a.error_codes`). Route-level refusals are JSON too: an unknown path 404,
 a known path with another method 405 with ``Allow``, a non-JSON body 415, a body over
-``max_body_bytes`` 413, a foreign ``Origin`` 403, a failed authentication 401.
+``max_body_bytes`` 413, a foreign ``Origin`` 403, a failed authentication 401 (with the
+authenticator's challenge), an operation the authenticator refuses the caller 403 with
+``WWW-Authenticate`` (``A2AApplication._refusal``, as over JSON-RPC).
 
 Everything else is the application's, reused rather than copied: the ``Host`` check, the
 authenticator, the body limit, the stream cap and heartbeats (``A2AApplication._stream``
@@ -78,6 +80,10 @@ class RESTHost(Protocol):
     def _origin_allowed(self, environ: Mapping[str, Any]) -> bool: ...
 
     def _principal(self, environ: Mapping[str, Any]) -> Principal | None: ...
+
+    def _challenge(self, environ: Mapping[str, Any]) -> str: ...
+
+    def _refusal(self, principal: Principal, operation: Operation, method: str) -> str | None: ...
 
     def _admit(self) -> bool: ...
 
@@ -158,7 +164,7 @@ class RESTBinding:
             )
         principal = self._app._principal(environ)
         if principal is None:
-            return _unauthenticated(start_response)
+            return _unauthenticated(start_response, self._app._challenge(environ))
         body = read_body(environ, self._app.max_body_bytes) if found.route.body else b""
         if body is None:
             return _refuse(start_response, 413, "INVALID_ARGUMENT", "request body too large")
@@ -192,11 +198,21 @@ class RESTBinding:
             codec = codec_for(revision)
             params = load_params(codec, operation, raw)
             if operation is Operation.GET_EXTENDED_CARD and principal.is_anonymous:
-                return _unauthenticated(start_response)
+                return _unauthenticated(start_response, self._app._challenge(environ))
+            method = wire_name(operation, revision) or ""
+            refused = self._app._refusal(principal, operation, method)
+            if refused is not None:
+                return _refuse(
+                    start_response,
+                    403,
+                    "PERMISSION_DENIED",
+                    "insufficient scope",
+                    [("WWW-Authenticate", refused)],
+                )
             call = CallContext(
                 principal=principal,
                 revision=revision,
-                method=wire_name(operation, revision) or "",
+                method=method,
                 operation=operation,
                 extensions=extensions_of(environ, revision),
                 headers=headers_of(environ),
@@ -323,11 +339,11 @@ def _refuse(
     return [payload]
 
 
-def _unauthenticated(start_response: StartResponse) -> list[bytes]:
+def _unauthenticated(start_response: StartResponse, challenge: str) -> list[bytes]:
     return _refuse(
         start_response,
         401,
         "UNAUTHENTICATED",
         "authentication required",
-        [("WWW-Authenticate", "Bearer")],
+        [("WWW-Authenticate", challenge)],
     )
