@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .auth import APIKey, BearerToken, Credentials
+from .auth import APIKey, BasicAuth, BearerToken, Credentials
 from .client import A2AClient
 from .resilient.client import ResilientA2AClient, ResilientTaskStream
 from .stream import TaskStream
@@ -10,6 +10,7 @@ from .stream import TaskStream
 __all__ = [
     "A2AClient",
     "APIKey",
+    "BasicAuth",
     "BearerToken",
     "Credentials",
     "ResilientA2AClient",

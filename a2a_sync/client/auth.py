@@ -10,6 +10,7 @@ exception messages.
 
 from __future__ import annotations
 
+import base64
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -128,6 +129,28 @@ class APIKey:
         if not key or "\n" in key or "\r" in key:
             raise ConfigurationError("API key is empty or contains a line break")
         return {name: key}
+
+
+@attrs.frozen
+class BasicAuth:
+    """HTTP Basic credentials (a card's ``HTTPAuthSecurityScheme`` with ``scheme: basic``),
+    sent as ``Authorization: Basic base64(user:password)``. Like every credential, only to
+    the agent's own origin, and never over plain HTTP except to loopback.
+
+    Args:
+        username: The user name (no ``:``).
+        password: The password (or a callable returning it).
+    """
+
+    username: str
+    password: str | Callable[[], str] = attrs.field(repr=False)
+
+    def headers(self, card: AgentCard | None) -> Mapping[str, str]:
+        password = self.password() if callable(self.password) else self.password
+        if ":" in self.username or any(c in self.username + password for c in "\r\n"):
+            raise ConfigurationError("basic credentials: the user name holds ':' or a line break")
+        token = base64.b64encode(f"{self.username}:{password}".encode()).decode("ascii")
+        return {"Authorization": f"Basic {token}"}
 
 
 def _api_key_header_from_card(card: AgentCard | None) -> str | None:
