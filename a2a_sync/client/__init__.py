@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .auth import APIKey, BearerToken, Credentials
 from .client import A2AClient
+from .options import ClientOptions
 from .resilient.client import ResilientA2AClient, ResilientTaskStream
 from .stream import TaskStream
 
@@ -11,6 +12,7 @@ __all__ = [
     "A2AClient",
     "APIKey",
     "BearerToken",
+    "ClientOptions",
     "Credentials",
     "ResilientA2AClient",
     "ResilientTaskStream",

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 import attrs
 
-from .. import _constants as C
 from .._net.http import HTTPTransport
 from .._redact import redact_url
 from ..a2a.codec import codec_for
@@ -24,11 +23,10 @@ from ..a2a.types import (
     Task,
     TaskState,
 )
-from ..auth.hook import ChallengeAuth
 from ..errors import ConfigurationError, ProtocolError, TaskNotFound, UnsupportedOperation
 from ..policies import RetryPolicy, Timeout
 from ._message import MessageInput, as_message, send_params
-from .auth import Credentials, OriginBoundCredentials, origin_of
+from .auth import OriginBoundCredentials, origin_of
 from .bindings import GRPC, JSONRPC, Binding, binding_class
 from .bindings.grpc_target import parse_grpc_url
 from .bindings.jsonrpc import TimeoutArg, static_headers
@@ -40,6 +38,7 @@ from .card import (
     select_interface,
     verify_with,
 )
+from .options import ClientOptions, resolve_options
 from .stream import TaskStream
 
 __all__ = ["A2AClient"]
@@ -71,26 +70,12 @@ class A2AClient:
         binding: ``"JSONRPC"`` (default), ``"HTTP+JSON"`` (A2A 1.0 REST) or ``"GRPC"``
             (A2A 1.0 gRPC, the ``grpc`` extra; ``url`` is ``host:port``).
         card: The agent's card, if known (used for credentials and capabilities).
-        credentials: A :class:`~a2a_sync.client.auth.Credentials` (e.g. ``BearerToken``,
-            ``APIKey``), sent only to ``trusted_origins``.
-        auth: An OAuth authorization (:class:`a2a_sync.auth.oauth.OAuth`): on a 401/403 it
-            discovers the agent's authorization server, obtains (or steps up) a token and
-            the call is sent again; tokens go only to ``trusted_origins``.
-        trusted_origins: Origins the credentials may go to. Defaults to the origin the
-            card was fetched from (or ``url``'s origin).
-        extensions: A2A extension URIs to request (``A2A-Extensions``).
-        headers: Extra headers for every request.
-        timeout: Default limits per call.
-        retry: Retry policy for failures that are safe to retry.
-        stream_idle_timeout: Longest silence on a stream before it counts as dead.
-        threaded_streams: Read streams on a background thread that buffers events ahead
-            of the consumer (the default). ``False`` makes the consuming thread read the
-            socket itself: one thread wake-up per event instead of two, about 40 % less
-            CPU per event when events arrive one at a time (docs/decisions.md §8). Either
-            way :meth:`TaskStream.close` works from any thread.
-        transport: An :class:`HTTPTransport` to share (then ``verify``, ``retry`` and
-            ``timeout`` defaults come from it and :meth:`close` leaves it open).
-        verify: TLS verification, as in requests.
+        tenant: The tenant sent with every request (A2A 1.0), if the interface has one.
+        options: How the client talks to the agent (:class:`ClientOptions`): credentials
+            and the origins they may go to, extensions, headers, timeouts, retries,
+            streams, a shared transport, TLS. Default: all defaults.
+        **overrides: Any :class:`ClientOptions` attribute by name (``credentials=``,
+            ``auth=``, ``timeout=``, ``headers=``, ``retry=``...), applied onto ``options``.
     """
 
     def __init__(
@@ -100,20 +85,11 @@ class A2AClient:
         revision: Revision = "1.0",
         binding: str = JSONRPC,
         card: AgentCard | None = None,
-        credentials: Credentials | ChallengeAuth | None = None,
-        auth: ChallengeAuth | None = None,
-        trusted_origins: Iterable[str] | None = None,
-        extensions: Sequence[str] = (),
-        headers: Mapping[str, str] | None = None,
-        timeout: TimeoutArg = None,
-        retry: RetryPolicy | None = None,
-        stream_idle_timeout: float | None = C.DEFAULT_STREAM_IDLE_TIMEOUT,
-        threaded_streams: bool = True,
-        transport: HTTPTransport | None = None,
-        verify: bool | str = True,
         tenant: str | None = None,
+        options: ClientOptions | None = None,
         _card_fetch: CardFetch | None = None,
         _card_verifier: CardVerifier | None = None,
+        **overrides: Any,
     ) -> None:
         if revision not in REVISIONS:
             raise ConfigurationError(f"unknown A2A revision {revision!r}; use one of {REVISIONS}")
@@ -122,7 +98,10 @@ class A2AClient:
             raise ConfigurationError(
                 f"unknown A2A binding {binding!r}; use 'JSONRPC', 'HTTP+JSON' or 'GRPC'"
             )
+        opts = resolve_options(options, overrides)
+        self.options = opts
         self.binding = binding.strip().upper()
+        credentials, auth = opts.credentials, opts.auth
         if auth is not None:
             if credentials is not None:
                 raise ConfigurationError("give the credential once: credentials= or auth=")
@@ -140,8 +119,8 @@ class A2AClient:
         self.extended_card: AgentCard | None = None
         self._codec = codec_for(revision)
         origins = (
-            frozenset(origin_of(o) for o in trusted_origins)
-            if trusted_origins is not None
+            frozenset(origin_of(o) for o in opts.trusted_origins)
+            if opts.trusted_origins is not None
             else frozenset({origin_of(_card_fetch.url) if _card_fetch else self._endpoint_origin})
         )
         self._credentials = (
@@ -155,26 +134,29 @@ class A2AClient:
             )
         if self._credentials is not None:
             self._credentials.use_card(url, self._card)  # OAuth: the card's scopes, AS
-        fixed_headers = static_headers(revision, extensions, headers)
+        fixed_headers = static_headers(revision, opts.extensions, opts.headers)
         # Everything that can refuse the arguments ran above: only now open a pool, so a
         # refused client leaves no connection pool behind.
+        transport = opts.transport
         self._owns_transport = transport is None
         if transport is None:
-            transport = HTTPTransport(timeout=timeout, retry=retry, verify=verify)
+            transport = HTTPTransport(timeout=opts.timeout, retry=opts.retry, verify=opts.verify)
         self._transport = transport
-        default_timeout = transport.timeout if timeout is None else Timeout.coerce(timeout)
+        default_timeout = (
+            transport.timeout if opts.timeout is None else Timeout.coerce(opts.timeout)
+        )
         self._rpc: Binding
         self._rpc = binding_cls(
             url=url,
             revision=revision,
             http=transport,
             timeout=default_timeout,
-            retry=retry if retry is not None and not self._owns_transport else None,
+            retry=opts.retry if opts.retry is not None and not self._owns_transport else None,
             headers=fixed_headers,
             credentials=self._credentials,
             tenant=tenant,
-            stream_idle_timeout=stream_idle_timeout,
-            threaded_streams=threaded_streams,
+            stream_idle_timeout=opts.stream_idle_timeout,
+            threaded_streams=opts.threaded_streams,
         )
 
     # -- construction ---------------------------------------------------------------------------
@@ -219,21 +201,18 @@ class A2AClient:
         """
         if not isinstance(url, str):
             raise not_http_url(url)
-        transport = kwargs.pop("transport", None)
+        opts = resolve_options(kwargs.pop("options", None), kwargs)
+        transport = opts.transport
         owns = transport is None
         if transport is None:
-            transport = HTTPTransport(
-                timeout=kwargs.get("timeout"),
-                retry=kwargs.get("retry"),
-                verify=kwargs.get("verify", True),
-            )
+            transport = HTTPTransport(timeout=opts.timeout, retry=opts.retry, verify=opts.verify)
         try:
             fetched = fetch_card(
                 transport,
                 url,
                 headers=card_headers,
                 verifier=verify_card,
-                timeout=kwargs.get("timeout"),
+                timeout=opts.timeout,
             )
             interface, revision = select_interface(
                 fetched.card, card_url=fetched.url, revisions=revisions, bindings=bindings
@@ -242,11 +221,10 @@ class A2AClient:
                 interface.url,
                 revision=revision,
                 binding=interface.protocol_binding,
-                transport=transport,
                 tenant=interface.tenant,
+                options=opts.evolve(transport=transport),
                 _card_fetch=fetched,
                 _card_verifier=verify_card,
-                **kwargs,
             )
         except BaseException:
             if owns:

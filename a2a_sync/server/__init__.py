@@ -17,6 +17,7 @@ or Django, reverse proxies).
 
 from __future__ import annotations
 
+from ..a2a.methods import Operation
 from .app import A2AApplication
 from .auth import APIKeys, Authenticator, BearerTokens, Principal
 from .context import CallContext
@@ -28,11 +29,13 @@ from .push import PushSender
 from .push_policy import PushSettings
 from .runs import EventStream
 from .serving import RunningServer, ServerHandle, serve, serve_in_thread
+from .settings import AppSettings
 from .stores import InMemoryTaskStore, SQLiteTaskStore, TaskStore
 
 __all__ = [
     "A2AApplication",
     "APIKeys",
+    "AppSettings",
     "AgentExecutor",
     "Authenticator",
     "BearerTokens",
@@ -42,6 +45,7 @@ __all__ = [
     "FunctionExecutor",
     "InMemoryTaskStore",
     "Mount",
+    "Operation",
     "Principal",
     "PushSender",
     "PushSettings",
