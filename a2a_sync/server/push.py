@@ -127,7 +127,7 @@ class PushSender:
         ConfigurationError: A limit below 1.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - keyword-only delivery limits; an options value is pending (issue 13)
         self,
         *,
         allow_private: bool = False,

@@ -107,7 +107,7 @@ class OAuth:
     refused together share the one new token.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - public OAuth settings, keyword-only; an options value is pending (issue 13)
         self,
         *,
         client_id: str | None = None,
