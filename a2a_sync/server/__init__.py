@@ -26,6 +26,7 @@ from .handler import DefaultRequestHandler, RequestHandler, StreamingRequestHand
 from .limits import ServerLimits
 from .mount import Mount, mount
 from .push import PushSender
+from .push_options import PushSenderOptions
 from .push_policy import PushSettings
 from .runs import EventStream
 from .serving import RunningServer, ServerHandle, serve, serve_in_thread
@@ -48,6 +49,7 @@ __all__ = [
     "Operation",
     "Principal",
     "PushSender",
+    "PushSenderOptions",
     "PushSettings",
     "RequestContext",
     "RequestHandler",

@@ -24,6 +24,8 @@ from a2a_sync.server import (
     BearerTokens,
     Operation,
     Principal,
+    PushSender,
+    PushSenderOptions,
     serve_in_thread,
 )
 from a2a_sync.types import Task, TaskState
@@ -45,6 +47,7 @@ EXPECTED_SERVER_ALL = {
     "Operation",
     "Principal",
     "PushSender",
+    "PushSenderOptions",
     "PushSettings",
     "RequestContext",
     "RequestHandler",
@@ -244,3 +247,29 @@ def test_settings_and_options_reach_the_wire() -> None:
     assert isinstance(task, Task)
     assert task.status.state is TaskState.completed
     assert any(e.get("HTTP_X_TRACE") == "t-1" for e in seen)
+
+
+# -- PushSender: options ---------------------------------------------------------------------
+
+
+def test_push_sender_keywords_and_options_are_the_same_configuration() -> None:
+    base = PushSenderOptions(allow_private=True, max_attempts=2, workers=1)
+    by_value = PushSender(base)
+    by_keyword = PushSender(allow_private=True, max_attempts=2, workers=1)
+    mixed = PushSender(base, max_attempts=3)
+    try:
+        assert by_value.options == by_keyword.options == base
+        assert by_value.allow_private
+        assert mixed.allow_private
+        assert mixed.options.max_attempts == 3
+        assert base.max_attempts == 2
+    finally:
+        for sender in (by_value, by_keyword, mixed):
+            sender.close(0.0)
+
+
+def test_push_sender_options_are_still_checked() -> None:
+    with pytest.raises(ConfigurationError, match=r"'backof_base'.*did you mean 'backoff_base'"):
+        PushSender(backof_base=0.1)
+    with pytest.raises(ConfigurationError, match="must be >= 1"):
+        PushSender(PushSenderOptions(workers=0))
