@@ -16,6 +16,7 @@ import a2a_sync.server
 import a2a_sync.testing
 import a2a_sync.types
 from a2a_sync.a2a.methods import Operation as ProtocolOperation
+from a2a_sync.auth.oauth import OAuth, OAuthOptions
 from a2a_sync.client import A2AClient, BearerToken, ClientOptions
 from a2a_sync.errors import ConfigurationError, HTTPStatusError
 from a2a_sync.server import (
@@ -273,3 +274,24 @@ def test_push_sender_options_are_still_checked() -> None:
         PushSender(backof_base=0.1)
     with pytest.raises(ConfigurationError, match="must be >= 1"):
         PushSender(PushSenderOptions(workers=0))
+
+
+# -- OAuth: options ----------------------------------------------------------------------------
+
+
+def test_oauth_keywords_and_options_are_the_same_configuration() -> None:
+    base = OAuthOptions(client_id="app", client_secret="s3cret", scopes=["read"])
+    by_value = OAuth(base)
+    by_keyword = OAuth(client_id="app", client_secret="s3cret", scopes=["read"])
+    machine = OAuth(base, grant="client_credentials")
+    assert by_value.options == by_keyword.options == base
+    assert by_value.scopes == ("read",)
+    assert (machine.grant, by_value.grant) == ("client_credentials", "authorization_code")
+    assert "s3cret" not in repr(base)
+
+
+def test_oauth_options_are_still_checked() -> None:
+    with pytest.raises(ConfigurationError, match=r"'scope'.*did you mean 'scopes'"):
+        OAuth(scope=["read"])
+    with pytest.raises(ConfigurationError, match="needs a pre-registered client"):
+        OAuth(OAuthOptions(grant="client_credentials"))
