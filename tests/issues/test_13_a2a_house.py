@@ -15,6 +15,8 @@ import a2a_sync.client
 import a2a_sync.server
 import a2a_sync.testing
 import a2a_sync.types
+from a2a_sync._net.http import HTTPTransport
+from a2a_sync._net.sse import SSEOptions, SSEStream, StreamRequest
 from a2a_sync.a2a.methods import Operation as ProtocolOperation
 from a2a_sync.auth.oauth import OAuth, OAuthOptions
 from a2a_sync.client import A2AClient, BearerToken, ClientOptions
@@ -295,3 +297,18 @@ def test_oauth_options_are_still_checked() -> None:
         OAuth(scope=["read"])
     with pytest.raises(ConfigurationError, match="needs a pre-registered client"):
         OAuth(OAuthOptions(grant="client_credentials"))
+
+
+# -- SSEStream: options ------------------------------------------------------------------------
+
+
+def test_sse_stream_refuses_an_unknown_option_before_opening() -> None:
+    transport = HTTPTransport()
+    try:
+        with pytest.raises(ConfigurationError, match=r"'idle_timout'.*did you mean 'idle_timeout'"):
+            SSEStream(transport, StreamRequest("GET", "http://127.0.0.1:9/"), idle_timout=3)
+    finally:
+        transport.close()
+    assert SSEOptions(idle_timeout=3).evolve(threaded=False) == SSEOptions(
+        idle_timeout=3, threaded=False
+    )
