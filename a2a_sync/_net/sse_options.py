@@ -63,7 +63,7 @@ class SSEOptions:
         """
         for name in changes:
             if name not in _NAMES:
-                close = difflib.get_close_matches(name, sorted(_NAMES), n=1)
+                close = difflib.get_close_matches(name, sorted(_NAMES | {"options"}), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise ConfigurationError(
                     f"unknown SSEStream option {name!r}{hint}; the options are: "

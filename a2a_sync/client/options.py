@@ -88,7 +88,7 @@ OPTION_NAMES: Final = frozenset(a.name for a in attrs.fields(ClientOptions))
 
 
 def _unknown(name: str) -> str:
-    close = difflib.get_close_matches(name, sorted(OPTION_NAMES), n=1)
+    close = difflib.get_close_matches(name, sorted(OPTION_NAMES | {"options"}), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return (
         f"unknown A2AClient option {name!r}{hint}; the options are: "

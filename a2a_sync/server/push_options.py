@@ -92,7 +92,7 @@ class PushSenderOptions:
         """
         for name in changes:
             if name not in _NAMES:
-                close = difflib.get_close_matches(name, sorted(_NAMES), n=1)
+                close = difflib.get_close_matches(name, sorted(_NAMES | {"options"}), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 raise ConfigurationError(
                     f"unknown PushSender option {name!r}{hint}; the options are: "

@@ -131,7 +131,7 @@ SETTING_NAMES: Final = frozenset(a.name for a in attrs.fields(AppSettings))
 
 
 def _unknown(name: str) -> str:
-    close = difflib.get_close_matches(name, sorted(SETTING_NAMES), n=1)
+    close = difflib.get_close_matches(name, sorted(SETTING_NAMES | {"settings"}), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return (
         f"unknown A2AApplication setting {name!r}{hint}; the settings are: "

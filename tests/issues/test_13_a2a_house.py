@@ -194,6 +194,8 @@ def test_app_keywords_and_settings_are_the_same_configuration() -> None:
 def test_an_unknown_app_keyword_names_the_closest_setting() -> None:
     with pytest.raises(ConfigurationError, match=r"'max_stream'.*did you mean 'max_streams'"):
         A2AApplication(card(), EchoAgent(), max_stream=4)
+    with pytest.raises(ConfigurationError, match="did you mean 'settings'"):
+        A2AApplication(card(), EchoAgent(), setting=AppSettings())
 
 
 def test_settings_are_frozen() -> None:
@@ -212,6 +214,8 @@ def test_settings_are_still_checked() -> None:
 def test_an_unknown_client_keyword_names_the_closest_option() -> None:
     with pytest.raises(ConfigurationError, match=r"'timout'.*did you mean 'timeout'"):
         A2AClient("http://127.0.0.1:9/", timout=3)
+    with pytest.raises(ConfigurationError, match="did you mean 'options'"):
+        A2AClient("http://127.0.0.1:9/", option=ClientOptions())
     with pytest.raises(ConfigurationError, match="did you mean 'headers'"):
         A2AClient.from_url("http://127.0.0.1:9/", header={"X": "1"})
 
