@@ -152,7 +152,7 @@ if TYPE_CHECKING:
         serve,
         serve_in_thread,
     )
-    from .server.stores import PostgresTaskStore
+    from .server.stores import PostgresTaskStore as PostgresTaskStore  # lazy, not in __all__
 
 __all__ = [
     "__version__",
@@ -203,7 +203,6 @@ __all__ = [
     "TaskUpdater",
     "InMemoryTaskStore",
     "SQLiteTaskStore",
-    "PostgresTaskStore",
     "serve",
     "serve_in_thread",
     # MCP client (lazy; the models live in a2a_sync.mcp)
@@ -375,6 +374,7 @@ _LAZY = {
     "TaskUpdater": ".server",
     "InMemoryTaskStore": ".server",
     "SQLiteTaskStore": ".server",
+    # Not in __all__: it needs the postgres extra, and ``import *`` must work without it.
     "PostgresTaskStore": ".server.stores",
     "serve": ".server",
     "serve_in_thread": ".server",

@@ -51,7 +51,6 @@ EXPECTED = {
     "TaskUpdater",
     "InMemoryTaskStore",
     "SQLiteTaskStore",
-    "PostgresTaskStore",
     "serve",
     "serve_in_thread",
     "MCPConnection",

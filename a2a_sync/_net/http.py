@@ -30,54 +30,42 @@ How the guarantees are made:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import socket
 import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Final
 
-import attrs
 import requests
 import requests.adapters
 import requests.exceptions as rex
 import requests.structures
 import requests.utils
-import urllib3
-import urllib3.connection
-import urllib3.connectionpool
-import urllib3.exceptions as uex
 
 from .. import _constants as C
-from .._redact import has_secrets, redact_url, scrub
+from .._redact import redact_url
 from .._version import __version__
 from ..errors import (
-    A2ASyncError,
     Cancelled,
     ConfigurationError,
-    ConnectError,
     ConnectionLost,
-    ConnectTimeout,
-    DeadlineExceeded,
-    ProtocolError,
     ReadTimeout,
     RedirectRefused,
-    ResponseTooLarge,
 )
 from ..policies import RetryPolicy, Timeout
 from .adapter import Adapter
 from .pool import (
-    BudgetExhausted,
     Call,
     CallRetry,
     DeadlineTimeout,
     local,
     wait_before_retry,
 )
+from .responses import HTTPResult, StreamResponse, read_body
 from .sender import SessionSender
+from .translate import Translating
 
 __all__ = ["HTTPResult", "HTTPTransport", "StreamResponse", "USER_AGENT"]
 
@@ -87,122 +75,6 @@ USER_AGENT: Final = f"a2a-sync/{__version__} python-requests/{requests.__version
 
 #: Statuses that carry a Location we refuse to follow. (304 Not Modified is not one.)
 _REDIRECT_STATUSES: Final = frozenset({301, 302, 303, 307, 308})
-
-#: Piece size for reading bodies: big enough that a typical JSON-RPC answer is one read.
-_READ_CHUNK: Final = 256 * 1024
-
-# --- results ----------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class HTTPResult:
-    """A complete HTTP answer: status, headers and the whole (capped) body."""
-
-    status: int
-    headers: Mapping[str, str] = attrs.field(repr=False)
-    content: bytes = attrs.field(repr=False)
-    url: str
-    attempts: int = 1
-
-    @property
-    def content_type(self) -> str:
-        """The media type, lower-cased, without parameters (``""`` when absent)."""
-        return _media_type(self.headers.get("Content-Type"))
-
-    @property
-    def ok(self) -> bool:
-        return 200 <= self.status < 300
-
-
-def _media_type(value: str | None) -> str:
-    if not value:
-        return ""
-    return value.split(";", 1)[0].strip().lower()
-
-
-class StreamResponse:
-    """An open streaming HTTP response (used by the SSE reader).
-
-    Read it from one thread; :meth:`abort` may be called from any other thread and makes
-    a blocked :meth:`read1` return at once. Always :meth:`close` it.
-    """
-
-    def __init__(
-        self,
-        response: requests.Response,
-        call: Call,
-        transport: HTTPTransport,
-        idle_timeout: float | None,
-    ) -> None:
-        self._response = response
-        self._raw: urllib3.BaseHTTPResponse = response.raw
-        self._call = call
-        self._transport = transport
-        self.status: int = response.status_code
-        self.headers: Mapping[str, str] = response.headers
-        self.url: str = response.url
-        self._closed = False
-        self._idle_timeout = idle_timeout
-        self._streaming = False
-
-    @property
-    def content_type(self) -> str:
-        return _media_type(self.headers.get("Content-Type"))
-
-    def read1(self, amt: int = 65536) -> bytes:
-        """Return the bytes available now (at least one, blocking), or ``b""`` at EOF.
-
-        The opening deadline no longer applies from the first call on: a stream lives on
-        with only its idle timeout between received bytes.
-        """
-        if not self._streaming:
-            self._streaming = True
-            self._call.deadline = None
-            sock = self._call.sock
-            if sock is not None:
-                with contextlib.suppress(OSError):  # already shut down: the read says so
-                    sock.settimeout(self._idle_timeout)
-        with self._transport._translate(self.url, self._call):
-            data = self._raw.read1(amt, decode_content=True)
-            if not data and self._call.cancelled:
-                # A shut-down socket reads as EOF: on a close-delimited body that would
-                # pass for the end of the stream.
-                raise BudgetExhausted("cancelled")
-            return data
-
-    def set_idle_timeout(self, seconds: float | None) -> None:
-        """Change the longest silence tolerated between received bytes, from now on
-        (e.g. a short drain once the awaited answer arrived). Safe from any thread."""
-        self._idle_timeout = seconds
-        if self._streaming:
-            sock = self._call.sock
-            if sock is not None:
-                with contextlib.suppress(OSError):  # already shut down: the read says so
-                    sock.settimeout(seconds)
-
-    def read_body(self, limit: int) -> bytes:
-        """Read the rest of the body (e.g. a JSON error instead of an event stream)."""
-        return self._transport._read_body(self._raw, self.url, self._call, limit)
-
-    def abort(self) -> None:
-        """Unblock a reader in another thread; the stream then reads as cancelled/ended."""
-        self._call.cancel()
-
-    def close(self) -> None:
-        """Release the connection (discarded if the body was not fully read). Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        self._call.detach()
-        self._transport._forget(self._call)
-        self._response.close()
-
-    def __enter__(self) -> StreamResponse:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 # --- the transport -----------------------------------------------------------------------------
 
@@ -338,7 +210,7 @@ class HTTPTransport:
                 call=call,
             )
             try:
-                content = self._read_body(response.raw, url, call, limit)
+                content = read_body(response.raw, url, call, limit)
             except (ConnectionLost, ReadTimeout):
                 response.close()  # discards the connection: its state is unknown
                 # urllib3 retries only until the headers arrive; a body that broke off is
@@ -392,7 +264,7 @@ class HTTPTransport:
             retry=retry,
             on_start=on_start,
         )
-        return StreamResponse(response, call, self, idle_timeout)
+        return StreamResponse(response, call, self._forget, idle_timeout)
 
     def close(self) -> None:
         """Cancel calls in flight (from any thread) and close the pool. Idempotent."""
@@ -478,45 +350,6 @@ class HTTPTransport:
             )
         return response, call
 
-    def _read_body(self, raw: urllib3.BaseHTTPResponse, url: str, call: Call, limit: int) -> bytes:
-        declared = raw.headers.get("Content-Length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise ResponseTooLarge(
-                f"response of {declared} bytes exceeds the {limit}-byte limit", url=url, limit=limit
-            )
-        # A body sent as is, with a length, is complete once that many bytes arrived:
-        # no further read (and its EOF bookkeeping in urllib3) is needed to know it.
-        expected = (
-            int(declared)
-            if declared is not None
-            and declared.isdigit()
-            and not raw.headers.get("Content-Encoding")
-            else None
-        )
-        chunks: list[bytes] = []
-        size = 0
-        with self._translate(url, call):
-            while True:
-                # Each socket read is capped by the deadline underneath (_DeadlineReader);
-                # this also stops a peer whose bytes inflate slowly.
-                remaining = call.remaining()
-                if remaining is not None and remaining <= 0:
-                    raise BudgetExhausted("the call's deadline passed while reading")
-                data = raw.read1(_READ_CHUNK, decode_content=True)
-                if not data:
-                    if call.cancelled:  # a shut-down socket reads as EOF: not the end
-                        raise BudgetExhausted("cancelled")
-                    break
-                size += len(data)
-                if size > limit:
-                    raise ResponseTooLarge(
-                        f"response exceeds the {limit}-byte limit", url=url, limit=limit
-                    )
-                chunks.append(data)
-                if expected is not None and size >= expected:
-                    break
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
     def _forget(self, call: Call) -> None:
         with self._lock:
             self._inflight.discard(call)
@@ -533,42 +366,9 @@ class HTTPTransport:
                 self._proxies[key] = proxies
         return proxies
 
-    def _translate(self, url: str, call: Call) -> _Translating:
+    def _translate(self, url: str, call: Call) -> Translating:
         """The one edge where requests/urllib3/socket exceptions become ours."""
-        return _Translating(url, call)
-
-
-class _Translating:
-    """Context manager of :meth:`HTTPTransport._translate` (a class: it wraps every read
-    of every call, and a generator-based one costs several times more)."""
-
-    __slots__ = ("_call", "_url")
-
-    def __init__(self, url: str, call: Call) -> None:
-        self._url = url
-        self._call = call
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
-        if exc is None or isinstance(exc, A2ASyncError):
-            return
-        url, call = self._url, self._call
-        if isinstance(exc, BudgetExhausted):
-            if call.cancelled:
-                raise Cancelled("the call was cancelled", url=url, attempts=call.attempts) from exc
-            raise DeadlineExceeded(
-                f"{url}: {exc}", url=url, attempts=call.attempts, timeout=None
-            ) from exc
-        if isinstance(exc, (rex.RequestException, uex.HTTPError, OSError, ValueError)):
-            # The chain keeps only the root OS/TLS error, without urllib3's frames and
-            # wrappers (the traceback stops at this edge); a foreign message that may
-            # quote the URL's secrets does not ride along.
-            cause: BaseException | None = _edge_cause(exc)
-            if has_secrets(url) and (cause is exc or scrub(str(cause), url) != str(cause)):
-                cause = None
-            raise _translate_exception(exc, url, call) from cause
+        return Translating(url, call)
 
 
 def _check_header(name: str, value: str) -> None:
@@ -576,113 +376,3 @@ def _check_header(name: str, value: str) -> None:
         requests.utils.check_header_validity((name, value))
     except rex.InvalidHeader as exc:
         raise ConfigurationError(f"invalid header {name!r}: not a valid HTTP header") from exc
-
-
-def _root_reason(exc: BaseException) -> BaseException:
-    """Dig through requests' and urllib3's wrappers to the informative exception."""
-    seen = 0
-    current: BaseException = exc
-    while seen < 6:
-        seen += 1
-        inner: BaseException | None = None
-        if isinstance(current, uex.MaxRetryError) and current.reason is not None:
-            inner = current.reason
-        elif isinstance(current, rex.RequestException) and current.args:
-            first = current.args[0]
-            if isinstance(first, BaseException):
-                inner = first
-        elif isinstance(current, uex.ProtocolError) and len(current.args) > 1:
-            second = current.args[1]
-            if isinstance(second, BaseException):
-                inner = second
-        if inner is None:
-            break
-        current = inner
-    return current
-
-
-def _edge_cause(exc: BaseException) -> BaseException:
-    """The innermost OS/TLS error under requests' and urllib3's wrappers, with its frames
-    dropped (they are urllib3's), or ``exc`` when there is none."""
-    current: BaseException | None = _root_reason(exc)
-    for _ in range(6):
-        if current is None or (
-            isinstance(current, OSError) and not isinstance(current, uex.HTTPError)
-        ):
-            break
-        current = current.__cause__ or current.__context__
-    if not isinstance(current, OSError):
-        return exc
-    current.__cause__ = None
-    current.__suppress_context__ = True
-    return current.with_traceback(None)
-
-
-def _tls_hint(url: str, root: BaseException) -> str:
-    """For a TLS failure that looks like a plain-HTTP peer: the fix."""
-    text = str(root).lower()
-    plain = ("wrong version number", "http request", "record layer failure", "packet length")
-    if url.startswith("https://") and any(marker in text for marker in plain):
-        return f"; the server seems to speak plain HTTP: use http://{url[len('https://') :]}"
-    if isinstance(root, ConnectionRefusedError) or "refused" in text:
-        return "; nothing listens there: is the server running, and are host and port right?"
-    return ""
-
-
-def _describe(error: BaseException) -> str:
-    """A short reason: urllib3 prefixes connection errors with the connection's repr
-    (``_TrackedHTTPConnection(host=..., port=...): Failed to establish ...``), which says
-    nothing the URL does not already say."""
-    if isinstance(error, uex.NewConnectionError):
-        reason = str(error).split(": ", 1)[-1]
-        reason = reason.removeprefix("Failed to establish a new connection: ")
-        return reason
-    return f"{type(error).__name__}: {error}"
-
-
-def _translate_exception(exc: BaseException, url: str, call: Call) -> A2ASyncError:
-    attempts = call.attempts
-    if call.cancelled:
-        return Cancelled(f"{url}: the call was cancelled", url=url, attempts=attempts)
-    root = _root_reason(exc)
-    detail = _describe(root)
-    deadline_passed = call.deadline is not None and time.monotonic() >= call.deadline
-    if isinstance(exc, (rex.InvalidURL, rex.MissingSchema, rex.InvalidSchema, rex.InvalidHeader)):
-        return ConfigurationError(scrub(f"invalid request for {url!r}: {exc}", url))
-    if isinstance(root, uex.ConnectTimeoutError) and not isinstance(root, uex.NewConnectionError):
-        return ConnectTimeout(f"{url}: connect timed out", url=url, attempts=attempts)
-    if isinstance(
-        root, (uex.NewConnectionError, uex.NameResolutionError, uex.ProxyError, uex.SSLError)
-    ) or isinstance(exc, (rex.SSLError, rex.ProxyError)):
-        tries = f" after {attempts} attempts" if attempts > 1 else ""
-        return ConnectError(
-            f"{url}: could not connect{tries} ({detail}){_tls_hint(url, root)}",
-            url=url,
-            attempts=attempts,
-        )
-    if url.startswith("https://") and "handshake operation timed out" in str(_edge_cause(exc)):
-        # Still connecting (the handshake is bounded by the connect timeout): a peer that
-        # speaks plain HTTP waits for a request line and never answers the TLS hello.
-        return ConnectTimeout(
-            f"{url}: the TLS handshake timed out; if the server speaks plain HTTP, use "
-            f"http://{url[len('https://') :]}",
-            url=url,
-            attempts=attempts,
-        )
-    if isinstance(root, (uex.ReadTimeoutError, TimeoutError, socket.timeout)) or isinstance(
-        exc, rex.ReadTimeout
-    ):
-        if deadline_passed:
-            return DeadlineExceeded(
-                f"{url}: the call's deadline passed while waiting for the peer",
-                url=url,
-                attempts=attempts,
-            )
-        return ReadTimeout(f"{url}: read timed out", url=url, attempts=attempts)
-    if isinstance(root, uex.DecodeError) or isinstance(exc, rex.ContentDecodingError):
-        return ProtocolError(scrub(f"{url}: undecodable response body ({detail})", url))
-    return ConnectionLost(
-        f"{url}: connection lost after the request was sent ({detail})",
-        url=url,
-        attempts=attempts,
-    )

@@ -27,8 +27,8 @@ import itertools
 import logging
 import queue
 import threading
-from collections.abc import Callable, Generator, Iterator, Mapping
-from typing import Final
+from collections.abc import Generator, Iterator, Mapping
+from typing import Any, Final
 
 import attrs
 
@@ -46,12 +46,13 @@ from ..errors import (
     TransportError,
     excerpt,
 )
-from ..policies import ReconnectPolicy, RetryPolicy, Timeout, parse_retry_after
+from ..policies import ReconnectPolicy, RetryPolicy, parse_retry_after
 from .http import HTTPTransport, StreamResponse
 from .pool import Call
-from .sse_decoder import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
+from .sse_decoder import ServerSentEvent, SSEDecoder
+from .sse_options import ReconnectHook, SSEOptions, StreamRequest, resolve_sse_options
 
-__all__ = ["SSEStream", "ServerSentEvent", "StreamRequest", "ReconnectHook"]
+__all__ = ["SSEOptions", "SSEStream", "ServerSentEvent", "StreamRequest", "ReconnectHook"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,23 +62,6 @@ _JSON_TYPES: Final = ("application/json", "application/a2a+json")
 _ERROR_BODY_LIMIT: Final = 64 * 1024
 _stream_numbers = itertools.count(1)
 _NO_RETRY: Final = RetryPolicy.none()
-
-
-@attrs.frozen
-class StreamRequest:
-    """An HTTP request that opens (or re-establishes) an event stream."""
-
-    method: str
-    url: str
-    body: bytes | None = attrs.field(default=None, repr=False)
-    headers: Mapping[str, str] = attrs.field(factory=dict, repr=False)
-    #: Safe to send again after it may have reached the server (enables read retries).
-    idempotent: bool = False
-
-
-#: Given the last event id, return the request that re-establishes the stream, or
-#: ``None`` to end it (the stream is complete, or resuming is not possible).
-ReconnectHook = Callable[[str], "StreamRequest | None"]
 
 
 class _End:
@@ -103,6 +87,7 @@ class SSEStream:
     Args:
         transport: The HTTP transport to send requests with.
         request: The request that opens the stream.
+        options: The options below as one :class:`SSEOptions` value; keywords override it.
         timeout: Limits for opening (connect, and the wait for response headers).
         idle_timeout: Longest silence between received bytes before the connection
             counts as dead (a reconnect, if allowed, follows). Keep it above the
@@ -137,24 +122,19 @@ class SSEStream:
         self,
         transport: HTTPTransport,
         request: StreamRequest,
-        *,
-        timeout: Timeout | float | tuple[float | None, float | None] | None = None,
-        idle_timeout: float | None = C.DEFAULT_STREAM_IDLE_TIMEOUT,
-        reconnect_policy: ReconnectPolicy | None = None,
-        reconnect: ReconnectHook | None = None,
-        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        queue_size: int = C.DEFAULT_STREAM_QUEUE_SIZE,
-        json_fallback: bool = False,
-        sleep: Callable[[float], None] | None = None,
-        threaded: bool = True,
-        retry: RetryPolicy | None = None,
+        options: SSEOptions | None = None,
+        **overrides: Any,
     ) -> None:
+        self._closed = threading.Event()  # first: __del__ reads it even if we raise
+        opts = resolve_sse_options(options, overrides)
+        retry, sleep, timeout = opts.retry, opts.sleep, opts.timeout
+        reconnect_policy, reconnect = opts.reconnect_policy, opts.reconnect
         self._transport = transport
         self._retry = retry
         self._sleep = sleep
         self._request = request
         self._timeout = timeout
-        self._idle_timeout = idle_timeout
+        self._idle_timeout = opts.idle_timeout
         if reconnect_policy is None:
             reconnect_policy = (
                 ReconnectPolicy() if request.idempotent or reconnect else ReconnectPolicy.none()
@@ -163,12 +143,11 @@ class SSEStream:
         if reconnect is None and request.idempotent:
             reconnect = self._repeat_with_last_event_id
         self._reconnect = reconnect
-        self._json_fallback = json_fallback
-        self._decoder = SSEDecoder(max_event_bytes)
-        self._queue: queue.Queue[object] = queue.Queue(maxsize=queue_size)
+        self._json_fallback = opts.json_fallback
+        self._decoder = SSEDecoder(opts.max_event_bytes)
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=opts.queue_size)
         self._pending: list[ServerSentEvent] = []
         self._pending_index = 0
-        self._closed = threading.Event()
         self._finished = False
         self._lock = threading.Lock()  # guards _response and _opening
         self._opening: Call | None = None  # a (re)connect waiting for its answer
@@ -184,7 +163,7 @@ class SSEStream:
             self._single_body = self._read_json_fallback(response)
         self._inline: Generator[list[ServerSentEvent], None, A2ASyncError | None] | None = None
         self._thread: threading.Thread | None = None
-        if threaded:
+        if opts.threaded:
             self._thread = threading.Thread(
                 target=self._run,
                 name=f"a2a-sync-sse-{next(_stream_numbers)}",
@@ -468,7 +447,7 @@ class SSEStream:
         if response is not None:
             response.close()
 
-    def _batches(self) -> Generator[list[ServerSentEvent], None, A2ASyncError | None]:
+    def _batches(self) -> Generator[list[ServerSentEvent], None, A2ASyncError | None]:  # noqa: PLR0912 - one reconnect loop: read, decode, classify the failure, back off
         """Read, decode and reconnect until the stream ends, yielding the events of each
         read; return the final error (``None`` for a clean end or a close)."""
         if self._single_body is not None:

@@ -186,7 +186,7 @@ class SSEDecoder:
         """
         return self._retry
 
-    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:  # noqa: PLR0912 - the WHATWG line parser, one branch per field, as the spec reads
         """Parse the next piece of the stream.
 
         Args:

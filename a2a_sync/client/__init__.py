@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .auth import APIKey, BasicAuth, BearerToken, Credentials
 from .client import A2AClient
+from .options import ClientOptions
 from .resilient.client import ResilientA2AClient, ResilientTaskStream
 from .stream import TaskStream
 
@@ -12,6 +13,7 @@ __all__ = [
     "APIKey",
     "BasicAuth",
     "BearerToken",
+    "ClientOptions",
     "Credentials",
     "ResilientA2AClient",
     "ResilientTaskStream",

@@ -4,31 +4,23 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import attrs
-
-from .. import _constants as C
 from .._net.http import HTTPTransport
 from .._redact import redact_url
 from ..a2a.codec import codec_for
 from ..a2a.methods import REVISIONS, Operation, Revision
 from ..a2a.types import (
     AgentCard,
-    ListPushConfigsResult,
-    ListTasksResult,
     PushNotificationConfig,
     SendResult,
     Task,
-    TaskState,
 )
-from ..auth.hook import ChallengeAuth
-from ..errors import ConfigurationError, ProtocolError, TaskNotFound, UnsupportedOperation
+from ..errors import ConfigurationError, ProtocolError
 from ..policies import RetryPolicy, Timeout
 from ._message import MessageInput, as_message, send_params
-from .auth import Credentials, OriginBoundCredentials, origin_of
+from .auth import OriginBoundCredentials, origin_of
 from .bindings import GRPC, JSONRPC, Binding, binding_class
 from .bindings.grpc_target import parse_grpc_url
 from .bindings.jsonrpc import TimeoutArg, static_headers
@@ -40,6 +32,8 @@ from .card import (
     select_interface,
     verify_with,
 )
+from .operations import TaskOperations
+from .options import ClientOptions, resolve_options
 from .stream import TaskStream
 
 __all__ = ["A2AClient"]
@@ -47,7 +41,7 @@ __all__ = ["A2AClient"]
 logger = logging.getLogger(__name__)
 
 
-class A2AClient:
+class A2AClient(TaskOperations):
     """A blocking client for one A2A agent, speaking A2A 1.0 or 0.3 as the card allows.
 
     Create it from the agent's URL (the card is fetched and the interface chosen), from
@@ -71,26 +65,12 @@ class A2AClient:
         binding: ``"JSONRPC"`` (default), ``"HTTP+JSON"`` (A2A 1.0 REST) or ``"GRPC"``
             (A2A 1.0 gRPC, the ``grpc`` extra; ``url`` is ``host:port``).
         card: The agent's card, if known (used for credentials and capabilities).
-        credentials: A :class:`~a2a_sync.client.auth.Credentials` (e.g. ``BearerToken``,
-            ``APIKey``), sent only to ``trusted_origins``.
-        auth: An OAuth authorization (:class:`a2a_sync.auth.oauth.OAuth`): on a 401/403 it
-            discovers the agent's authorization server, obtains (or steps up) a token and
-            the call is sent again; tokens go only to ``trusted_origins``.
-        trusted_origins: Origins the credentials may go to. Defaults to the origin the
-            card was fetched from (or ``url``'s origin).
-        extensions: A2A extension URIs to request (``A2A-Extensions``).
-        headers: Extra headers for every request.
-        timeout: Default limits per call.
-        retry: Retry policy for failures that are safe to retry.
-        stream_idle_timeout: Longest silence on a stream before it counts as dead.
-        threaded_streams: Read streams on a background thread that buffers events ahead
-            of the consumer (the default). ``False`` makes the consuming thread read the
-            socket itself: one thread wake-up per event instead of two, about 40 % less
-            CPU per event when events arrive one at a time (docs/decisions.md §8). Either
-            way :meth:`TaskStream.close` works from any thread.
-        transport: An :class:`HTTPTransport` to share (then ``verify``, ``retry`` and
-            ``timeout`` defaults come from it and :meth:`close` leaves it open).
-        verify: TLS verification, as in requests.
+        tenant: The tenant sent with every request (A2A 1.0), if the interface has one.
+        options: How the client talks to the agent (:class:`ClientOptions`): credentials
+            and the origins they may go to, extensions, headers, timeouts, retries,
+            streams, a shared transport, TLS. Default: all defaults.
+        **overrides: Any :class:`ClientOptions` attribute by name (``credentials=``,
+            ``auth=``, ``timeout=``, ``headers=``, ``retry=``...), applied onto ``options``.
     """
 
     def __init__(
@@ -100,20 +80,11 @@ class A2AClient:
         revision: Revision = "1.0",
         binding: str = JSONRPC,
         card: AgentCard | None = None,
-        credentials: Credentials | ChallengeAuth | None = None,
-        auth: ChallengeAuth | None = None,
-        trusted_origins: Iterable[str] | None = None,
-        extensions: Sequence[str] = (),
-        headers: Mapping[str, str] | None = None,
-        timeout: TimeoutArg = None,
-        retry: RetryPolicy | None = None,
-        stream_idle_timeout: float | None = C.DEFAULT_STREAM_IDLE_TIMEOUT,
-        threaded_streams: bool = True,
-        transport: HTTPTransport | None = None,
-        verify: bool | str = True,
         tenant: str | None = None,
+        options: ClientOptions | None = None,
         _card_fetch: CardFetch | None = None,
         _card_verifier: CardVerifier | None = None,
+        **overrides: Any,
     ) -> None:
         if revision not in REVISIONS:
             raise ConfigurationError(f"unknown A2A revision {revision!r}; use one of {REVISIONS}")
@@ -122,7 +93,10 @@ class A2AClient:
             raise ConfigurationError(
                 f"unknown A2A binding {binding!r}; use 'JSONRPC', 'HTTP+JSON' or 'GRPC'"
             )
+        opts = resolve_options(options, overrides)
+        self.options = opts
         self.binding = binding.strip().upper()
+        credentials, auth = opts.credentials, opts.auth
         if auth is not None:
             if credentials is not None:
                 raise ConfigurationError("give the credential once: credentials= or auth=")
@@ -140,8 +114,8 @@ class A2AClient:
         self.extended_card: AgentCard | None = None
         self._codec = codec_for(revision)
         origins = (
-            frozenset(origin_of(o) for o in trusted_origins)
-            if trusted_origins is not None
+            frozenset(origin_of(o) for o in opts.trusted_origins)
+            if opts.trusted_origins is not None
             else frozenset({origin_of(_card_fetch.url) if _card_fetch else self._endpoint_origin})
         )
         self._credentials = (
@@ -155,26 +129,29 @@ class A2AClient:
             )
         if self._credentials is not None:
             self._credentials.use_card(url, self._card)  # OAuth: the card's scopes, AS
-        fixed_headers = static_headers(revision, extensions, headers)
+        fixed_headers = static_headers(revision, opts.extensions, opts.headers)
         # Everything that can refuse the arguments ran above: only now open a pool, so a
         # refused client leaves no connection pool behind.
+        transport = opts.transport
         self._owns_transport = transport is None
         if transport is None:
-            transport = HTTPTransport(timeout=timeout, retry=retry, verify=verify)
+            transport = HTTPTransport(timeout=opts.timeout, retry=opts.retry, verify=opts.verify)
         self._transport = transport
-        default_timeout = transport.timeout if timeout is None else Timeout.coerce(timeout)
+        default_timeout = (
+            transport.timeout if opts.timeout is None else Timeout.coerce(opts.timeout)
+        )
         self._rpc: Binding
         self._rpc = binding_cls(
             url=url,
             revision=revision,
             http=transport,
             timeout=default_timeout,
-            retry=retry if retry is not None and not self._owns_transport else None,
+            retry=opts.retry if opts.retry is not None and not self._owns_transport else None,
             headers=fixed_headers,
             credentials=self._credentials,
             tenant=tenant,
-            stream_idle_timeout=stream_idle_timeout,
-            threaded_streams=threaded_streams,
+            stream_idle_timeout=opts.stream_idle_timeout,
+            threaded_streams=opts.threaded_streams,
         )
 
     # -- construction ---------------------------------------------------------------------------
@@ -219,21 +196,18 @@ class A2AClient:
         """
         if not isinstance(url, str):
             raise not_http_url(url)
-        transport = kwargs.pop("transport", None)
+        opts = resolve_options(kwargs.pop("options", None), kwargs)
+        transport = opts.transport
         owns = transport is None
         if transport is None:
-            transport = HTTPTransport(
-                timeout=kwargs.get("timeout"),
-                retry=kwargs.get("retry"),
-                verify=kwargs.get("verify", True),
-            )
+            transport = HTTPTransport(timeout=opts.timeout, retry=opts.retry, verify=opts.verify)
         try:
             fetched = fetch_card(
                 transport,
                 url,
                 headers=card_headers,
                 verifier=verify_card,
-                timeout=kwargs.get("timeout"),
+                timeout=opts.timeout,
             )
             interface, revision = select_interface(
                 fetched.card, card_url=fetched.url, revisions=revisions, bindings=bindings
@@ -242,11 +216,10 @@ class A2AClient:
                 interface.url,
                 revision=revision,
                 binding=interface.protocol_binding,
-                transport=transport,
                 tenant=interface.tenant,
+                options=opts.evolve(transport=transport),
                 _card_fetch=fetched,
                 _card_verifier=verify_card,
-                **kwargs,
             )
         except BaseException:
             if owns:
@@ -429,126 +402,6 @@ class A2AClient:
         )
         return self.open_stream(Operation.SEND_STREAMING_MESSAGE, params, timeout=timeout)
 
-    # -- tasks ------------------------------------------------------------------------------------
-
-    def get_task(
-        self, task_id: str, *, history_length: int | None = None, timeout: TimeoutArg = None
-    ) -> Task:
-        """Fetch a task by id (``GetTask``). ``history_length=0`` omits the history."""
-        params = self._codec.get_task_params(task_id, history_length=history_length)
-        result = self._call(Operation.GET_TASK, params, timeout=timeout, task_id=task_id)
-        return self._codec.load_task(result)
-
-    def list_tasks(
-        self,
-        *,
-        context_id: str | None = None,
-        status: TaskState | None = None,
-        page_size: int | None = None,
-        page_token: str | None = None,
-        history_length: int | None = None,
-        status_timestamp_after: datetime | None = None,
-        include_artifacts: bool | None = None,
-        timeout: TimeoutArg = None,
-    ) -> ListTasksResult:
-        """List tasks, newest status first (``ListTasks``; A2A 1.0 only).
-
-        Raises:
-            UnsupportedOperation: The agent speaks A2A 0.3, which has no list method.
-        """
-        if self.revision == "0.3":
-            raise UnsupportedOperation("ListTasks is not part of A2A 0.3")
-        params = self._codec.list_tasks_params(
-            context_id=context_id,
-            status=status,
-            page_size=page_size,
-            page_token=page_token,
-            history_length=history_length,
-            status_timestamp_after=status_timestamp_after,
-            include_artifacts=include_artifacts,
-        )
-        result = self._call(Operation.LIST_TASKS, params, timeout=timeout)
-        return self._codec.load_list_tasks_result(result)
-
-    def iter_tasks(self, **filters: Any) -> Iterator[Task]:
-        """Iterate over every task matching ``filters`` (see :meth:`list_tasks`),
-        fetching pages as needed."""
-        token: str | None = filters.pop("page_token", None)
-        while True:
-            page = self.list_tasks(page_token=token, **filters)
-            yield from page.tasks
-            token = page.next_page_token
-            if not token:
-                return
-
-    def cancel_task(
-        self, task_id: str, *, metadata: Mapping[str, Any] | None = None, timeout: TimeoutArg = None
-    ) -> Task:
-        """Ask the agent to cancel a task (``CancelTask``); returns the task.
-
-        Raises:
-            TaskNotCancelable: The task already settled.
-            TaskNotFound: No such task.
-        """
-        params = self._codec.cancel_task_params(
-            task_id, metadata=dict(metadata) if metadata else None
-        )
-        result = self._call(Operation.CANCEL_TASK, params, timeout=timeout, task_id=task_id)
-        return self._codec.load_task(result)
-
-    def subscribe(self, task_id: str, *, timeout: TimeoutArg = None) -> TaskStream:
-        """Re-attach to a running task's event stream (``SubscribeToTask`` /
-        ``tasks/resubscribe``). The first event is the task's current state.
-
-        Raises:
-            UnsupportedOperation: The task already settled, or the agent cannot stream.
-        """
-        params = self._codec.subscribe_params(task_id)
-        try:
-            return self.open_stream(Operation.SUBSCRIBE_TO_TASK, params, timeout=timeout)
-        except TaskNotFound as error:
-            raise self._task_not_found(error, Operation.SUBSCRIBE_TO_TASK, task_id) from error
-
-    # -- push notifications ---------------------------------------------------------------------
-
-    def create_push_config(
-        self, task_id: str, config: PushNotificationConfig, *, timeout: TimeoutArg = None
-    ) -> PushNotificationConfig:
-        """Register a webhook for a task's updates; returns it as the agent stored it."""
-        params = self._codec.dump_push_config(attrs.evolve(config, task_id=task_id))
-        result = self._call(Operation.CREATE_PUSH_CONFIG, params, timeout=timeout)
-        return self._codec.load_push_config(result)
-
-    def get_push_config(
-        self, task_id: str, config_id: str, *, timeout: TimeoutArg = None
-    ) -> PushNotificationConfig:
-        """Fetch one webhook registration of a task."""
-        params = self._codec.push_config_id_params(task_id, config_id)
-        result = self._call(Operation.GET_PUSH_CONFIG, params, timeout=timeout)
-        return self._codec.load_push_config(result)
-
-    def list_push_configs(
-        self,
-        task_id: str,
-        *,
-        page_size: int | None = None,
-        page_token: str | None = None,
-        timeout: TimeoutArg = None,
-    ) -> ListPushConfigsResult:
-        """List a task's webhook registrations (one page; 0.3 has no paging)."""
-        params = self._codec.list_push_configs_params(
-            task_id, page_size=page_size, page_token=page_token
-        )
-        result = self._call(Operation.LIST_PUSH_CONFIGS, params, timeout=timeout)
-        return self._codec.load_push_config_list(result)
-
-    def delete_push_config(
-        self, task_id: str, config_id: str, *, timeout: TimeoutArg = None
-    ) -> None:
-        """Remove a webhook registration."""
-        params = self._codec.push_config_id_params(task_id, config_id)
-        self._call(Operation.DELETE_PUSH_CONFIG, params, timeout=timeout)
-
     # -- lifecycle --------------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -568,57 +421,3 @@ class A2AClient:
 
     def __repr__(self) -> str:
         return f"<A2AClient {redact_url(self.url)} A2A {self.revision} {self.binding}>"
-
-    # -- calls over the binding --------------------------------------------------------
-
-    def _call(
-        self,
-        operation: Operation,
-        params: dict[str, Any],
-        *,
-        timeout: TimeoutArg,
-        idempotent: bool = False,
-        task_id: str | None = None,
-    ) -> Any:
-        try:
-            return self._rpc.call(
-                operation, params, timeout=timeout, idempotent=idempotent, card=self._card
-            )
-        except TaskNotFound as error:
-            if task_id is None:
-                raise
-            raise self._task_not_found(error, operation, task_id) from error
-
-    def _task_not_found(
-        self, error: TaskNotFound, operation: Operation, task_id: str
-    ) -> TaskNotFound:
-        """``error`` with the task id, the agent and the fix in its text (``message``
-        stays what the agent said)."""
-        named = TaskNotFound(error.message, code=error.code, data=error.data)
-        named.args = (
-            f"{error}: {operation.value} found no task {task_id!r} at "
-            f"{redact_url(self.url)}; check the id (a task is visible only to the caller "
-            "that created it), or list tasks with list_tasks()",
-        )
-        return named
-
-    def open_stream(
-        self,
-        operation: Operation,
-        params: dict[str, Any],
-        *,
-        timeout: TimeoutArg = None,
-        reconnect: Any = None,
-    ) -> TaskStream:
-        """Open a streaming operation (advanced; used by the resilient client)."""
-        sse, request_id = self._rpc.open_stream(
-            operation, params, timeout=timeout, reconnect=reconnect, card=self._card
-        )
-        return TaskStream(
-            sse,
-            request_id=request_id,
-            load_event=self._codec.load_stream_event,
-            revision=self.revision,
-            fetch_task=self.get_task,
-            unwrap=self._rpc.unwrap_event,
-        )

@@ -75,7 +75,7 @@ class _Validator:
         self.root = root
         self.errors = errors
 
-    def check(self, value: Any, schema: Any, path: str, depth: int) -> None:
+    def check(self, value: Any, schema: Any, path: str, depth: int) -> None:  # noqa: PLR0912 - one branch per JSON Schema keyword
         errors = self.errors
         if len(errors) >= _MAX_ERRORS or depth > _MAX_DEPTH:
             return

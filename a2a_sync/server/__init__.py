@@ -17,6 +17,7 @@ or Django, reverse proxies).
 
 from __future__ import annotations
 
+from ..a2a.methods import Operation
 from .app import A2AApplication
 from .auth import APIKeys, Authenticator, BearerTokens, Principal
 from .context import CallContext
@@ -25,14 +26,17 @@ from .handler import DefaultRequestHandler, RequestHandler, StreamingRequestHand
 from .limits import ServerLimits
 from .mount import Mount, mount
 from .push import PushSender
+from .push_options import PushSenderOptions
 from .push_policy import PushSettings
 from .runs import EventStream
 from .serving import RunningServer, ServerHandle, serve, serve_in_thread
+from .settings import AppSettings
 from .stores import InMemoryTaskStore, SQLiteTaskStore, TaskStore
 
 __all__ = [
     "A2AApplication",
     "APIKeys",
+    "AppSettings",
     "AgentExecutor",
     "Authenticator",
     "BearerTokens",
@@ -42,8 +46,10 @@ __all__ = [
     "FunctionExecutor",
     "InMemoryTaskStore",
     "Mount",
+    "Operation",
     "Principal",
     "PushSender",
+    "PushSenderOptions",
     "PushSettings",
     "RequestContext",
     "RequestHandler",

@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -76,22 +76,24 @@ from ._wire import (
     retry_after_header,
     unauthorized,
 )
-from .auth import ANONYMOUS, Authenticator, Principal
+from .auth import ANONYMOUS, Principal
 from .bindings.rest import RESTBinding
-from .card import CARD_PATH, CardChooser, CardHeaders, CardPublisher, CardSigner
+from .card import CARD_PATH, CardPublisher
 from .context import CallContext
 from .executor import AgentExecutor, ExecuteFunction
 from .handler import (
-    DEFAULT_BLOCKING_TIMEOUT,
     DefaultRequestHandler,
-    ExtendedCard,
-    PushNotifier,
     RequestHandler,
     StreamingRequestHandler,
 )
-from .pool import DEFAULT_WORKERS
-from .push_policy import PushSettings
-from .stores.base import TaskStore
+from .settings import (
+    DEFAULT_CARD_MAX_AGE,
+    DEFAULT_HEARTBEAT_INTERVAL,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_STREAMS,
+    AppSettings,
+    resolve_settings,
+)
 
 __all__ = [
     "DEFAULT_CARD_MAX_AGE",
@@ -101,23 +103,13 @@ __all__ = [
     "DEFAULT_MAX_STREAMS",
     "LOOPBACK_HOSTS",
     "A2AApplication",
+    "AppSettings",
     "error_object",
     "host_allowed",
 ]
 
 logger = logging.getLogger(__name__)
 
-#: Largest request body. A2A requests are small except messages carrying inline files;
-#: 16 MiB fits those and keeps one request from taking much memory.
-DEFAULT_MAX_BODY_BYTES: Final = 16 * 1024 * 1024
-#: Streams open at once. Each pins one server thread: ``serve`` runs this many plus
-#: DEFAULT_UNARY_THREADS, so unary calls always find a thread.
-DEFAULT_MAX_STREAMS: Final = 32
-#: Silence on a stream before a ``: keep-alive`` comment. WHATWG suggests ~15 s against
-#: proxies that drop idle connections; it is also how a gone client is noticed (on write).
-DEFAULT_HEARTBEAT_INTERVAL: Final = 15.0
-#: How long clients may cache the card (``Cache-Control: max-age``).
-DEFAULT_CARD_MAX_AGE: Final = 300
 #: How long :meth:`A2AApplication.close` waits for unary calls and agents to finish.
 DEFAULT_GRACE_PERIOD: Final = 10.0
 
@@ -139,43 +131,16 @@ class A2AApplication:
             function). Give this or ``handler``.
         handler: A request handler of your own (``dispatch`` and ``dispatch_stream``)
             instead of an executor.
-        task_store: Where tasks live (in memory by default).
-        push_sender: Delivers push notifications (a
-            :class:`~a2a_sync.server.push.PushSender` is made when the card declares
-            push notifications).
-        extended_card: The card for authenticated callers (or a function of the call).
-        authenticate: ``authenticate(environ) -> Principal | None``.
-        allow_anonymous: Accept callers the authenticator did not identify (default: only
-            when there is no authenticator).
-        allowed_hosts: Host names accepted in ``Host``; others get 421 (DNS-rebinding
-            protection under any WSGI server). Default: :data:`LOOPBACK_HOSTS` plus the
-            hosts of the card's interface URLs. ``["*"]`` accepts any.
-        allowed_origins: Origins accepted in ``Origin`` besides the request's own.
-        rpc_path: Path of the JSON-RPC endpoint.
-        rest_path: Serve the HTTP+JSON (REST) binding too, its routes below this path
-            (``"/rest"``; ``""`` mounts them at the root). ``None`` (default): JSON-RPC only.
-        max_body_bytes: Largest request body.
-        max_streams: Streams open at once.
-        heartbeat_interval: Silence on a stream before a keep-alive comment.
-        card_max_age: ``Cache-Control: max-age`` of the card, in seconds.
-        sign_card: Signs the card before it is served.
-        workers: Most agent runs at once.
-        blocking_timeout: Longest a blocking SendMessage waits.
-        push: Push-config limits and secret handling
-            (:class:`~a2a_sync.server.push_policy.PushSettings`; with ``executor``).
-        deduplicate_messages: Answer a resent message (same caller, ``messageId``, task,
-            conversation and parts) with its first delivery's task instead of running
-            the agent again (default on; with ``executor`` only).
-        public_url: The app's base URL as clients reach it, for the card's interface URLs
-            (default: the URL each request came to; with ``allowed_hosts`` set, a
-            ``Host`` outside that list never reaches the card).
-        card_headers: Extra response headers of the card: a list, or a function of the
-            WSGI environ returning one.
-        card_for_request: Chooses the card (revision) served for a request: a function
-            of the WSGI environ returning an :class:`AgentCard` (default: ``card``).
+        settings: The application's settings (:class:`AppSettings`): where tasks live,
+            authentication, allowed hosts and origins, paths, limits, the card's
+            signing and headers, push. Default: all defaults.
+        **overrides: Any :class:`AppSettings` attribute by name (``task_store=``,
+            ``authenticate=``, ``max_streams=``, ``rest_path=``...), applied onto
+            ``settings``.
 
     Raises:
-        ConfigurationError: Neither or both of ``executor`` and ``handler``.
+        ConfigurationError: Neither or both of ``executor`` and ``handler``, or an
+            unknown setting (the message names the closest one).
     """
 
     def __init__(
@@ -184,33 +149,17 @@ class A2AApplication:
         executor: AgentExecutor | ExecuteFunction | None = None,
         *,
         handler: _Handler | Any = None,
-        task_store: TaskStore | None = None,
-        push_sender: PushNotifier | None = None,
-        extended_card: ExtendedCard | None = None,
-        authenticate: Authenticator | None = None,
-        allow_anonymous: bool | None = None,
-        allowed_hosts: Sequence[str] | None = None,
-        allowed_origins: Sequence[str] = (),
-        rpc_path: str = "/",
-        rest_path: str | None = None,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        max_streams: int = DEFAULT_MAX_STREAMS,
-        heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
-        card_max_age: int = DEFAULT_CARD_MAX_AGE,
-        sign_card: CardSigner | None = None,
-        workers: int = DEFAULT_WORKERS,
-        blocking_timeout: float = DEFAULT_BLOCKING_TIMEOUT,
-        push: PushSettings | None = None,
-        deduplicate_messages: bool = True,
-        public_url: str | None = None,
-        card_headers: CardHeaders = (),
-        card_for_request: CardChooser | None = None,
+        settings: AppSettings | None = None,
+        **overrides: Any,
     ) -> None:
         if (executor is None) == (handler is None):
             raise ConfigurationError("give exactly one of executor and handler")
-        if not rpc_path.startswith("/"):
+        opts = resolve_settings(settings, overrides)
+        if not opts.rpc_path.startswith("/"):
             raise ConfigurationError("rpc_path must start with '/'")
+        self.settings = opts
         self.card = card
+        push_sender = opts.push_sender
         if handler is None:
             assert executor is not None
             if push_sender is None and card.capabilities.push_notifications:
@@ -224,48 +173,50 @@ class A2AApplication:
                 handler = DefaultRequestHandler(
                     card,
                     executor,
-                    task_store=task_store,
+                    task_store=opts.task_store,
                     push_sender=push_sender,
-                    extended_card=extended_card,
-                    workers=workers,
-                    blocking_timeout=blocking_timeout,
-                    push=push,
-                    deduplicate_messages=deduplicate_messages,
+                    extended_card=opts.extended_card,
+                    workers=opts.workers,
+                    blocking_timeout=opts.blocking_timeout,
+                    push=opts.push,
+                    deduplicate_messages=opts.deduplicate_messages,
                 )
             except ConfigurationError:
                 if self._owned_push is not None:
                     self._owned_push.close(0.0)  # its threads must not outlive the error
                 raise
         else:
-            if push is not None:
+            if opts.push is not None:
                 raise ConfigurationError(
                     "push settings configure the default handler: pass them to"
                     " DefaultRequestHandler(push=...) instead"
                 )
             self._owned_push = None
         # A handler of one's own answers for its extended card itself.
-        self._extended_configured = extended_card is not None or executor is None
+        self._extended_configured = opts.extended_card is not None or executor is None
         self.handler: Any = handler
-        self._authenticate = authenticate
-        self._allow_anonymous = authenticate is None if allow_anonymous is None else allow_anonymous
-        self.allowed_hosts = allowed_hosts_for(card, allowed_hosts)
-        self._allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
-        self.rpc_path = rpc_path
-        self.max_body_bytes = max_body_bytes
-        self.max_streams = max_streams
-        self.heartbeat_interval = heartbeat_interval
-        self._card_cache_control = f"public, max-age={card_max_age}"
+        self._authenticate = opts.authenticate
+        self._allow_anonymous = (
+            opts.authenticate is None if opts.allow_anonymous is None else opts.allow_anonymous
+        )
+        self.allowed_hosts = allowed_hosts_for(card, opts.allowed_hosts)
+        self._allowed_origins = frozenset(o.lower().rstrip("/") for o in opts.allowed_origins)
+        self.rpc_path = opts.rpc_path
+        self.max_body_bytes = opts.max_body_bytes
+        self.max_streams = opts.max_streams
+        self.heartbeat_interval = opts.heartbeat_interval
+        self._card_cache_control = f"public, max-age={opts.card_max_age}"
         self._cards = CardPublisher(
             card,
-            rpc_path=rpc_path,
-            signer=sign_card,
-            public_url=public_url,
+            rpc_path=opts.rpc_path,
+            signer=opts.sign_card,
+            public_url=opts.public_url,
             allowed_hosts=self.allowed_hosts,
-            headers=card_headers,
-            chooser=card_for_request,
-            rest_path=rest_path,
+            headers=opts.card_headers,
+            chooser=opts.card_for_request,
+            rest_path=opts.rest_path,
         )
-        self._rest = RESTBinding(self, rest_path) if rest_path is not None else None
+        self._rest = RESTBinding(self, opts.rest_path) if opts.rest_path is not None else None
         self._lock = threading.Condition()
         self._streams: set[SSEBody] = set()
         self._refusals = RefusalLog()

@@ -256,23 +256,10 @@ class DefaultRequestHandler:
         when ``streaming``): a new run, or the one a repeated message started before;
         ``(None, None, stored)`` for a repeated message whose task exists already.
         """
-        missing = self._required_extensions - call.extensions
-        if missing:
-            raise ExtensionSupportRequired(
-                f"this agent requires the extension(s) {', '.join(sorted(missing))}: "
-                "declare them in the A2A-Extensions header"
-            )
+        self._check_message(params, call)
         message = params.message
         config = params.configuration
         principal = call.principal.name
-        if config is not None and config.history_length is not None and config.history_length < 0:
-            raise InvalidParams("historyLength must not be negative")
-        if message.role is not Role.user:
-            raise InvalidParams("the message must come from the user (role user)")
-        if not message.parts:  # A2A 1.0 §4.1.4: a Message holds one or more parts
-            raise InvalidParams("message.parts must hold at least one part")
-        if config is not None and config.push_notification_config is not None:
-            self._webhooks.check_url(config.push_notification_config.url)
         current: StoredTask | None = None
         if message.task_id:
             current = self.store.get_task(message.task_id, principal=principal)
@@ -338,6 +325,25 @@ class DefaultRequestHandler:
             stream = RunStream(run, self.store.subscribe(task_id, after_seq=0))
         self._runs.start(run, inline=inline)
         return run, stream, None
+
+    def _check_message(self, params: SendMessageParams, call: CallContext) -> None:
+        """Refuse a message that no run may start from (before anything is stored)."""
+        missing = self._required_extensions - call.extensions
+        if missing:
+            raise ExtensionSupportRequired(
+                f"this agent requires the extension(s) {', '.join(sorted(missing))}: "
+                "declare them in the A2A-Extensions header"
+            )
+        message = params.message
+        config = params.configuration
+        if config is not None and config.history_length is not None and config.history_length < 0:
+            raise InvalidParams("historyLength must not be negative")
+        if message.role is not Role.user:
+            raise InvalidParams("the message must come from the user (role user)")
+        if not message.parts:  # A2A 1.0 §4.1.4: a Message holds one or more parts
+            raise InvalidParams("message.parts must hold at least one part")
+        if config is not None and config.push_notification_config is not None:
+            self._webhooks.check_url(config.push_notification_config.url)
 
     def _same_message(self, claimed: str, message: Message, principal: str) -> bool:
         """Whether a message whose id was claimed for task ``claimed`` is that message

@@ -41,8 +41,7 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import attrs
@@ -53,30 +52,16 @@ from ..a2a.types import StreamEvent
 from ..errors import ConfigurationError, InvalidParams
 from ._push_http import Deadline, Refused, Resolver, address_blocked, post, system_resolve
 from ._push_http import tls_context as _tls_context
+from .push_options import (
+    PushSenderOptions,
+    resolve_push_options,
+)
 from .stores.base import StoredPushConfig, StoredTask
 
-__all__ = ["PushSender", "Resolver", "address_blocked"]
+__all__ = ["PushSender", "PushSenderOptions", "Resolver", "address_blocked"]
 
 logger = logging.getLogger(__name__)
 
-#: Total limit of one webhook call (connect, TLS, send, answer headers). A2A 1.0 §13.2
-#: recommends 10-30 s; receivers should answer at once (2xx) and work later.
-DEFAULT_PUSH_TIMEOUT: Final = 10.0
-#: Attempts per notification before it is dropped (logged).
-DEFAULT_MAX_ATTEMPTS: Final = 5
-#: First retry delay; doubles per attempt (1, 2, 4, 8 s ...), with up to 25 % jitter.
-DEFAULT_BACKOFF_BASE: Final = 1.0
-#: Ceiling of one retry delay (also caps a receiver's Retry-After).
-DEFAULT_BACKOFF_MAX: Final = 60.0
-#: Notifications waiting at most; more are dropped (logged) instead of growing memory.
-DEFAULT_QUEUE_LIMIT: Final = 10_000
-#: Notifications waiting for one destination at most (a dead receiver cannot fill the
-#: whole queue and make everyone else's notifications drop).
-DEFAULT_DESTINATION_QUEUE_LIMIT: Final = 1_000
-#: Delivery threads.
-DEFAULT_PUSH_WORKERS: Final = 4
-#: Delivery threads one destination may occupy at once.
-DEFAULT_PER_DESTINATION: Final = 2
 #: How long close() waits for the sender threads (plus one delivery's timeout).
 CLOSE_TIMEOUT: Final = 10.0
 
@@ -109,57 +94,43 @@ class PushSender:
     """Delivers push notifications from a pool of daemon threads. Thread-safe.
 
     Args:
-        allow_private: Allow webhooks on loopback/private/link-local addresses (tests,
-            trusted internal networks).
-        timeout: Total limit of one attempt (connect, TLS, send, answer headers).
-        max_attempts: Attempts per notification.
-        backoff_base: First retry delay (doubles per attempt).
-        backoff_max: Longest retry delay.
-        queue_limit: Most notifications waiting in all.
-        destination_queue_limit: Most notifications waiting for one destination.
-        workers: Delivery threads.
-        per_destination: Delivery threads one destination may use at once.
-        resolve: Host resolution (``socket.getaddrinfo`` by default).
-        verify: TLS verification: True, or a CA bundle path.
-        clock: Monotonic clock for deadlines and retry times (tests).
+        options: How to deliver (:class:`PushSenderOptions`): address policy, timeout,
+            retries and back-off, queue limits, threads, resolver, TLS, clock.
+        **overrides: Any :class:`PushSenderOptions` attribute by name
+            (``allow_private=``, ``timeout=``, ``max_attempts=``...), applied onto
+            ``options``.
 
     Raises:
-        ConfigurationError: A limit below 1.
+        ConfigurationError: A limit below 1, or an unknown option.
     """
 
-    def __init__(
-        self,
-        *,
-        allow_private: bool = False,
-        timeout: float = DEFAULT_PUSH_TIMEOUT,
-        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-        backoff_base: float = DEFAULT_BACKOFF_BASE,
-        backoff_max: float = DEFAULT_BACKOFF_MAX,
-        queue_limit: int = DEFAULT_QUEUE_LIMIT,
-        destination_queue_limit: int = DEFAULT_DESTINATION_QUEUE_LIMIT,
-        workers: int = DEFAULT_PUSH_WORKERS,
-        per_destination: int = DEFAULT_PER_DESTINATION,
-        resolve: Resolver | None = None,
-        verify: bool | str = True,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        if min(max_attempts, queue_limit, destination_queue_limit, workers, per_destination) < 1:
+    def __init__(self, options: PushSenderOptions | None = None, **overrides: Any) -> None:
+        opts = resolve_push_options(options, overrides)
+        limits = (
+            opts.max_attempts,
+            opts.queue_limit,
+            opts.destination_queue_limit,
+            opts.workers,
+            opts.per_destination,
+        )
+        if min(limits) < 1:
             raise ConfigurationError(
                 "PushSender: max_attempts, queue limits, workers and per_destination must be >= 1"
             )
-        if timeout <= 0:
+        if opts.timeout <= 0:
             raise ConfigurationError("PushSender: timeout must be positive")
-        self.allow_private = allow_private
-        self._timeout = timeout
-        self._max_attempts = max_attempts
-        self._backoff_base = backoff_base
-        self._backoff_max = backoff_max
-        self._queue_limit = queue_limit
-        self._destination_queue_limit = destination_queue_limit
-        self._per_destination = per_destination
-        self._resolve = resolve or system_resolve
-        self._tls = _tls_context(verify)
-        self._clock = clock
+        self.options = opts
+        self.allow_private = opts.allow_private
+        self._timeout = opts.timeout
+        self._max_attempts = opts.max_attempts
+        self._backoff_base = opts.backoff_base
+        self._backoff_max = opts.backoff_max
+        self._queue_limit = opts.queue_limit
+        self._destination_queue_limit = opts.destination_queue_limit
+        self._per_destination = opts.per_destination
+        self._resolve = opts.resolve or system_resolve
+        self._tls = _tls_context(opts.verify)
+        self._clock = opts.clock
         self._cond = threading.Condition()
         self._lanes: dict[_Lane, deque[_Delivery]] = {}
         self._due: list[_Due] = []
@@ -175,7 +146,7 @@ class PushSender:
         self.dropped = 0
         self._threads = [
             threading.Thread(target=self._loop, name=f"a2a-sync-push-{i}", daemon=True)
-            for i in range(workers)
+            for i in range(opts.workers)
         ]
         for thread in self._threads:
             thread.start()

@@ -348,7 +348,7 @@ def grpc_server(app: Any, host: str = "127.0.0.1", port: int = 0, **options: Any
     return GRPCServer(app, host, port, **options)
 
 
-def serve(
+def serve(  # noqa: PLR0913 - keyword-only; app_options/**options already take the rest
     app: Any,
     host: str = "127.0.0.1",
     port: int = DEFAULT_PORT,

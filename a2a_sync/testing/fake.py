@@ -135,7 +135,7 @@ class FakeAgent(AgentExecutor):
 
     # -- scripting -----------------------------------------------------------------------------
 
-    def on(
+    def on(  # noqa: PLR0913 - a rule is its keywords (reply, state, ask...); a value would only move them
         self,
         match: Match,
         *,

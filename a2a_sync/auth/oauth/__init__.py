@@ -18,6 +18,7 @@ from .handlers import (
     NotebookHandler,
     ScriptHandler,
 )
+from .options import OAuthOptions
 from .tokens import (
     ClientInfo,
     FileTokenStore,
@@ -30,6 +31,7 @@ from .tokens import (
 
 __all__ = [
     "OAuth",
+    "OAuthOptions",
     "AuthorizationHandler",
     "ScriptHandler",
     "NotebookHandler",

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable, Sequence
-from typing import Any, Final, Literal
+from collections.abc import Sequence
+from typing import Any, Final
 
 import attrs
 
@@ -34,23 +33,18 @@ from .discovery import (
     first_issuer,
 )
 from .grants import finish_authorization, request_token, revoke_token, start_authorization
-from .handlers import AuthorizationHandler, default_handler
+from .handlers import default_handler
+from .options import DEFAULT_LEEWAY, DEFAULT_TIMEOUT, Grants, OAuthOptions, resolve_oauth_options
 from .registration import ClientChoice, check_metadata_document_url
 from .tokens import ClientInfo, Grant, GrantKey, MemoryTokenStore, Token, TokenStore
 from .urls import canonical_resource, check_endpoint, origin, token_destination
 
-__all__ = ["OAuth"]
+__all__ = ["DEFAULT_LEEWAY", "DEFAULT_TIMEOUT", "OAuth", "OAuthOptions"]
 
 logger = logging.getLogger(__name__)
 
-#: Default bound of every OAuth network step (one metadata fetch, one token request).
-DEFAULT_TIMEOUT: Final = 30.0
-#: A token is refreshed this many seconds before it expires.
-DEFAULT_LEEWAY: Final = 30.0
 #: Refusals of one request after which we stop (stored token, fresh token, give up).
 MAX_ATTEMPTS: Final = 3
-
-Grants = Literal["authorization_code", "client_credentials"]
 
 
 @attrs.define
@@ -76,93 +70,57 @@ class OAuth:
     """OAuth 2.1 authorization for ``MCPConnection.http(url, auth=OAuth(...))``.
 
     Args:
-        client_id: A pre-registered client (used first when given).
-        client_secret: Its secret (``client_secret_basic``/``client_secret_post``).
-        private_key: Its private key for ``private_key_jwt`` (PEM or a joserfc key).
-        token_endpoint_auth_method: ``none``, ``client_secret_basic``,
-            ``client_secret_post`` or ``private_key_jwt``; chosen from what was given and
-            what the server supports when omitted.
-        client_metadata_url: An HTTPS URL serving this client's Client ID Metadata
-            Document, used when the server supports them and no ``client_id`` is given.
-        client_name: Name sent with dynamic registration.
-        scopes: Scopes to ask for in addition to those the server challenges for (by
-            default, the challenge's, else the resource metadata's ``scopes_supported``).
-        grant: ``"authorization_code"`` (a person approves) or ``"client_credentials"``
-            (machine to machine; needs a pre-registered client).
-        handler: The browser step (:mod:`a2a_sync.auth.oauth.handlers`); by default a
-            notebook, script or headless handler depending on where this runs.
-        store: Where grants are kept (default: in memory; :class:`FileTokenStore` to keep
-            them between runs).
-        authorization_server: Issuer to prefer (or to use when the resource publishes no
-            metadata).
-        dynamic_registration: Allow RFC 7591 registration as the last resort.
-        redirect_uri: Redirect URI registered for loopback handlers (any port is used at
-            request time, RFC 8252 §7.3).
-        timeout: Bound of each OAuth network step, in seconds.
-        leeway: Refresh this many seconds before expiry.
-        jwt_alg: Signing algorithm of ``private_key_jwt`` assertions.
-        clock: Wall clock for expiry checks (tests inject one).
+        options: The client's settings (:class:`OAuthOptions`): a pre-registered client
+            or how to register one, scopes, grant, browser handler, token store,
+            authorization server, timeouts, clock.
+        **overrides: Any :class:`OAuthOptions` attribute by name (``client_id=``,
+            ``scopes=``, ``store=``, ``grant=``...), applied onto ``options``.
+
+    Raises:
+        ConfigurationError: An unknown option, or settings that cannot work together.
 
     Thread-safe: one lock serializes discovery, flows and refreshes; concurrent requests
     refused together share the one new token.
     """
 
-    def __init__(
-        self,
-        *,
-        client_id: str | None = None,
-        client_secret: str | None = None,
-        private_key: Any = None,
-        token_endpoint_auth_method: str | None = None,
-        client_metadata_url: str | None = None,
-        client_name: str = "a2a-sync",
-        scopes: Sequence[str] = (),
-        grant: Grants = "authorization_code",
-        handler: AuthorizationHandler | None = None,
-        store: TokenStore | None = None,
-        authorization_server: str | None = None,
-        dynamic_registration: bool = True,
-        redirect_uri: str = "http://127.0.0.1/callback",
-        timeout: float = DEFAULT_TIMEOUT,
-        leeway: float = DEFAULT_LEEWAY,
-        jwt_alg: str = "RS256",
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        if grant not in ("authorization_code", "client_credentials"):
+    def __init__(self, options: OAuthOptions | None = None, **overrides: Any) -> None:
+        opts = resolve_oauth_options(options, overrides)
+        self.options = opts
+        if opts.grant not in ("authorization_code", "client_credentials"):
             raise ConfigurationError(
-                f"grant must be 'authorization_code' or 'client_credentials', not {grant!r}"
+                f"grant must be 'authorization_code' or 'client_credentials', not {opts.grant!r}"
             )
-        if grant == "client_credentials" and not client_id:
+        if opts.grant == "client_credentials" and not opts.client_id:
             raise ConfigurationError(
                 "the client_credentials grant needs a pre-registered client: pass client_id= "
                 "with client_secret= or private_key="
             )
-        if client_metadata_url is not None:
-            check_metadata_document_url(client_metadata_url)
-        if timeout <= 0:
+        if opts.client_metadata_url is not None:
+            check_metadata_document_url(opts.client_metadata_url)
+        if opts.timeout <= 0:
             raise ConfigurationError("timeout must be positive")
-        self.client_id = client_id
-        self._private_key = private_key
+        self.client_id = opts.client_id
+        self._private_key = opts.private_key
         self._registration = ClientChoice(
-            client_id=client_id,
-            client_secret=client_secret,
-            has_private_key=private_key is not None,
-            auth_method=token_endpoint_auth_method,
-            metadata_url=client_metadata_url,
-            name=client_name,
-            redirect_uri=redirect_uri,
-            dynamic=dynamic_registration,
+            client_id=opts.client_id,
+            client_secret=opts.client_secret,
+            has_private_key=opts.private_key is not None,
+            auth_method=opts.token_endpoint_auth_method,
+            metadata_url=opts.client_metadata_url,
+            name=opts.client_name,
+            redirect_uri=opts.redirect_uri,
+            dynamic=opts.dynamic_registration,
         )
-        self.scopes = tuple(scopes)
-        self.grant: Grants = grant
-        self.handler = handler if handler is not None else default_handler()
-        self.store: TokenStore = store if store is not None else MemoryTokenStore()
-        self.authorization_server = authorization_server
-        self.timeout = timeout
-        self.leeway = leeway
-        self.jwt_alg = jwt_alg
-        self._clock = clock
-        self._http = HTTPTransport(timeout=timeout)
+        self.scopes = tuple(opts.scopes)
+        self.grant: Grants = opts.grant
+        self.handler = opts.handler if opts.handler is not None else default_handler()
+        self.store: TokenStore = opts.store if opts.store is not None else MemoryTokenStore()
+        self.authorization_server = opts.authorization_server
+        self.timeout = opts.timeout
+        self.leeway = opts.leeway
+        self.jwt_alg = opts.jwt_alg
+        self._clock = opts.clock
+        self._http = HTTPTransport(timeout=opts.timeout)
         self._lock = threading.RLock()
         self._bindings: dict[str, _Binding] = {}
         self._hints: dict[str, tuple[tuple[str, ...], str | None]] = {}

@@ -91,7 +91,7 @@ class Listener:
         except Exception:  # top of the GET thread: log; requests carry on without it
             logger.exception("the GET stream of %s failed", self._link.name)
 
-    def _listen(self) -> None:
+    def _listen(self) -> None:  # noqa: PLR0912 - one loop over the stream: open, challenge, read, reopen
         link = self._link
         decoder = SSEDecoder(link.max_event_bytes)
         failures = 0
