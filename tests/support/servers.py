@@ -465,7 +465,14 @@ def _serve_waitress(app: WSGIApplication) -> Iterator[str]:
     finally:
         # The asyncore loop is not thread-safe: close every channel from inside it (a trigger
         # thunk runs in the loop thread), which empties its map and ends run() at once.
-        server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))
+        try:
+            server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map))
+        except OSError:
+            # The loop's wake-up pipe is gone: close what is left from here (the loop
+            # wakes within its poll timeout and ends on the empty map); the worker threads
+            # are stopped below either way.
+            logger.warning("waitress test server: wake-up pipe already closed")
+            wasyncore.close_all(server._map)
         join_threads([loop], CLOSE_TIMEOUT)
         server.task_dispatcher.shutdown(cancel_pending=True, timeout=CLOSE_TIMEOUT)
         if server.task_dispatcher.threads:
