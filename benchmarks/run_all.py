@@ -239,14 +239,15 @@ def _child_cpu(statement: str) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def import_section(n: int, reps: int) -> tuple[list[Row], list[str]]:
-    samples: dict[str, list[float]] = {label: [] for label, _ in IMPORTS}
+def import_section(n: int, reps: int, *, official: bool = True) -> tuple[list[Row], list[str]]:
+    imports = [(label, code) for label, code in IMPORTS if official or "a2a-sdk" not in label]
+    samples: dict[str, list[float]] = {label: [] for label, _ in imports}
     for rep in range(reps):
-        order = IMPORTS[rep % len(IMPORTS) :] + IMPORTS[: rep % len(IMPORTS)]
+        order = imports[rep % len(imports) :] + imports[: rep % len(imports)]
         costs = {label: min(_child_cpu(code) for _ in range(n)) for label, code in order}
-        for label, _ in IMPORTS:
+        for label, _ in imports:
             samples[label].append(
-                costs[label] - (0 if label == IMPORTS[0][0] else costs[IMPORTS[0][0]])
+                costs[label] - (0 if label == imports[0][0] else costs[imports[0][0]])
             )
     rows = [
         Row(label, "ms", min(v) * 1e3, statistics.median(v) * 1e3, max(v) * 1e3, None, "-")
@@ -295,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(render(f"\n## A2A server blocking SendMessage (n={n}/rep, server CPU)", rows))
         else:
             n = 1 if args.quick else 3
-            rows, verdicts = import_section(n, reps)
+            rows, verdicts = import_section(n, reps, official=official)
             print(
                 render(f"\n## import (best of {n} processes per rep, minus python -c pass)", rows)
             )

@@ -27,6 +27,7 @@ from a2a_sync.a2a.methods import Operation  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.peer  # grpcio-tools comes with the full test extra, not test-unit
 def test_regenerating_the_descriptor_gives_the_checked_in_module() -> None:
     try:
         import grpc_tools  # noqa: F401
