@@ -247,3 +247,36 @@ class OriginBoundCredentials:
     def __repr__(self) -> str:
         kind = type(self._credentials).__name__
         return f"<OriginBoundCredentials {kind} for {sorted(self.origins)}>"
+
+
+class AuthRetry:
+    """Whether a refused request is sent again, for one request of a binding: an OAuth
+    credential answers 401/403 challenges (log in, refresh, step up; it bounds the attempts
+    and raises when it gives up), other credentials are refreshed once after a 401.
+
+    Not thread-safe: one per request.
+    """
+
+    __slots__ = ("_credentials", "_refreshed", "_refusals", "_url")
+
+    def __init__(self, credentials: OriginBoundCredentials | None, url: str) -> None:
+        self._credentials = credentials
+        self._url = url
+        self._refusals = 0
+        self._refreshed = False
+
+    def again(self, status: int, answer: Mapping[str, str], sent: Mapping[str, str]) -> bool:
+        """True when the request should be sent again (with the credential's new headers)."""
+        credentials = self._credentials
+        if credentials is None or status not in (401, 403):
+            return False
+        self._refusals += 1
+        challenge = answer.get("WWW-Authenticate")
+        if credentials.challenged(
+            self._url, status, challenge, sent.get("Authorization"), self._refusals
+        ):
+            return True
+        if status == 401 and not self._refreshed and credentials.refresh():
+            self._refreshed = True
+            return True
+        return False

@@ -31,7 +31,7 @@ from ...errors import (
     excerpt,
 )
 from ...policies import ReconnectPolicy, RetryPolicy, Timeout, parse_retry_after
-from ..auth import OriginBoundCredentials
+from ..auth import AuthRetry, OriginBoundCredentials
 
 __all__ = ["JSONRPCTransport", "TimeoutArg", "static_headers"]
 
@@ -118,8 +118,7 @@ class JSONRPCTransport:
         method = self._method(operation)
         request_id = self.ids()
         body = _request_body(method, self._params(params), request_id)
-        retried_auth = False
-        refusals = 0
+        auth = AuthRetry(self.credentials, self.url)
         while True:
             headers = self._headers(card)
             result = self.http.request(
@@ -131,19 +130,7 @@ class JSONRPCTransport:
                 timeout=self.timeout if timeout is None else timeout,
                 retry=self.retry,
             )
-            if result.status in (401, 403) and self.credentials is not None:
-                refusals += 1  # an OAuth credential bounds these and raises when it gives up
-                challenge = result.headers.get("WWW-Authenticate")
-                sent = headers.get("Authorization")
-                if self.credentials.challenged(self.url, result.status, challenge, sent, refusals):
-                    continue
-            if (
-                result.status == 401
-                and not retried_auth
-                and self.credentials is not None
-                and self.credentials.refresh()
-            ):
-                retried_auth = True
+            if auth.again(result.status, result.headers, headers):
                 continue
             return self._parse(result, request_id, operation)
 

@@ -40,7 +40,7 @@ from ...errors import (
     excerpt,
 )
 from ...policies import ReconnectPolicy, RetryPolicy, Timeout, parse_retry_after
-from ..auth import OriginBoundCredentials
+from ..auth import AuthRetry, OriginBoundCredentials
 from .jsonrpc import TimeoutArg
 
 __all__ = ["RESTTransport", "query_string"]
@@ -118,8 +118,7 @@ class RESTTransport:
         """
         route = self._route(operation)
         method, url, body = self._request(route, params)
-        retried_auth = False
-        refusals = 0
+        auth = AuthRetry(self.credentials, self.url)
         while True:
             headers = self._headers(card, body is not None)
             result = self.http.request(
@@ -131,19 +130,7 @@ class RESTTransport:
                 timeout=self.timeout if timeout is None else timeout,
                 retry=self.retry,
             )
-            if result.status in (401, 403) and self.credentials is not None:
-                refusals += 1  # an OAuth credential bounds these and raises when it gives up
-                challenge = result.headers.get("WWW-Authenticate")
-                sent = headers.get("Authorization")
-                if self.credentials.challenged(self.url, result.status, challenge, sent, refusals):
-                    continue
-            if (
-                result.status == 401
-                and not retried_auth
-                and self.credentials is not None
-                and self.credentials.refresh()
-            ):
-                retried_auth = True
+            if auth.again(result.status, result.headers, headers):
                 continue
             answer = self._parse(result, method, operation)
             return answer if self.revision == "1.0" else result_from_wire(operation, answer)
