@@ -1,4 +1,8 @@
-"""The requirement catalogue (``requirements.json``) and the tests that claim to cover it.
+"""The requirement catalogue (``requirements/<spec>.json``) and the tests that claim to cover it.
+
+One JSON file per specification revision (``a2a-1.0.json``, ``a2a-0.3.json``,
+``mcp-2025-11-25.json``, ``mcp-2026-07-28.json``), each ``{"spec", "source", "requirements"}``;
+edit them by hand.
 
 Each catalogue entry is one MUST / MUST NOT (or an honoured SHOULD) of a specification,
 paraphrased, with a stable id ``<spec>-§<section>-<slug>`` (``a2a-1.0-§3.1.6-...``). Its
@@ -39,7 +43,7 @@ __all__ = [
     "load",
 ]
 
-CATALOGUE = Path(__file__).with_name("requirements.json")
+CATALOGUE = Path(__file__).with_name("requirements")
 HERE = Path(__file__).parent
 PACKAGE = "tests.conformance"
 LEVELS = frozenset({"MUST", "MUST NOT", "SHOULD", "SHOULD NOT"})
@@ -76,10 +80,13 @@ class Claim:
     known_failure: bool
 
 
-def load(path: Path = CATALOGUE) -> list[Requirement]:
-    """Every entry of the catalogue, in file order (fields checked by the catalogue test)."""
-    raw: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["requirements"]
-    return [Requirement(**entry) for entry in raw]
+def load(folder: Path = CATALOGUE) -> list[Requirement]:
+    """Every entry of the catalogue: files in name order, entries in file order."""
+    found = []
+    for path in sorted(folder.glob("*.json")):
+        raw: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["requirements"]
+        found.extend(Requirement(**entry) for entry in raw)
+    return found
 
 
 def _modules() -> Iterator[tuple[str, Any]]:
