@@ -429,7 +429,11 @@ class A2AApplication:
             logger.exception("the authentication hook raised")
             principal = None
         if principal is None:
-            return ANONYMOUS if self._allow_anonymous else None
+            # Anonymous callers may be allowed; a caller presenting credentials the
+            # authenticator refused is not anonymous (A2A 1.0 §3.3.2: invalid credentials
+            # are rejected).
+            presented = bool(environ.get("HTTP_AUTHORIZATION", "").strip())
+            return ANONYMOUS if self._allow_anonymous and not presented else None
         return principal
 
     def _challenge(self, environ: Mapping[str, Any]) -> str:

@@ -62,7 +62,8 @@ class AppSettings:
         extended_card: The card for authenticated callers (or a function of the call).
         authenticate: ``authenticate(environ) -> Principal | None``.
         allow_anonymous: Accept callers the authenticator did not identify (default: only
-            when there is no authenticator).
+            when there is no authenticator). A request carrying an ``Authorization``
+            header the authenticator refused is rejected (401) all the same.
         allowed_hosts: Host names accepted in ``Host``; others get 421 (DNS-rebinding
             protection under any WSGI server). Default: ``LOOPBACK_HOSTS`` plus the
             hosts of the card's interface URLs. ``["*"]`` accepts any.
