@@ -226,14 +226,18 @@ def check_version(environ: Mapping[str, Any], revision: str) -> None:
         if query:
             version = (parse_qs(query).get("A2A-Version") or [None])[0]
     version = (version or "").strip()
-    major = version.split(".", 1)[0]
+    # Major.Minor decides; a patch number takes no part (A2A 1.0 §3.6). Only 1.0 and 0.3
+    # are served: a newer minor (1.1) is refused like any unsupported version (§3.6.2), so
+    # its client can fall back (§3.6.3) instead of being served other semantics.
+    major, _, rest = version.partition(".")
+    minor = rest.partition(".")[0] or "0"
     if revision == "1.0":
-        if major != "1":
+        if (major, minor) != ("1", "0"):
             raise VersionNotSupported(
                 f"A2A version {version or '0.3 (no A2A-Version header)'!r} is not supported by "
                 "this method; send A2A-Version: 1.0"
             )
-    elif version and major != "0":
+    elif version and (major, minor) != ("0", "3"):
         raise VersionNotSupported(f"A2A version {version!r} does not match this 0.3 method")
 
 
