@@ -5,7 +5,7 @@ and answers every rpc of ``A2AService`` with the application's own pieces, as it
 HTTP bindings do: the authenticator (gRPC metadata is presented to it as a WSGI-style
 environ, so ``authorization`` is ``HTTP_AUTHORIZATION``), the handler's ``dispatch`` and
 ``dispatch_stream``, the stream cap, admission and graceful shutdown. Service parameters
-come from metadata: ``a2a-version`` (must be 1.x; missing means 0.3 and is refused with
+come from metadata: ``a2a-version`` (must be 1.0; missing means 0.3 and is refused with
 VERSION_NOT_SUPPORTED, as over HTTP), ``a2a-extensions``.
 
 Request bytes are parsed by the binding (a malformed message is INVALID_ARGUMENT with
