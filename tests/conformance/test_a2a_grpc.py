@@ -11,6 +11,7 @@ why it cannot. Skipped (with the reason) where grpcio is not installed.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -26,13 +27,15 @@ grpc = import_grpc()
 from google.rpc import error_details_pb2, status_pb2  # noqa: E402
 
 from a2a_sync.a2a.grpc.messages import message_class  # noqa: E402
-from a2a_sync.server import A2AApplication  # noqa: E402
+from a2a_sync.server import A2AApplication, serve_in_thread  # noqa: E402
 from a2a_sync.server.auth import BearerTokens  # noqa: E402
 from a2a_sync.server.bindings.grpc import GRPCServer  # noqa: E402
+from a2a_sync.server.push import PushSender  # noqa: E402
 from tests.peers.fixtures import AGENT_TOKEN  # noqa: E402
 from tests.server.agents import card  # noqa: E402
+from tests.server.webhook import receiver  # noqa: E402
 
-from .a2a_wire import WAIT  # noqa: E402
+from .a2a_wire import V1, WAIT, error_code, post, rpc  # noqa: E402
 from .agents import ConformanceAgent  # noqa: E402
 
 requirement = pytest.mark.requirement
@@ -290,3 +293,92 @@ def test_streaming_rpcs_are_server_streams_of_stream_responses(channel: Any) -> 
     assert set(kinds[1:]) <= {"status_update", "artifact_update"}
     assert kinds.count("artifact_update") == 3
     assert events[-1].status_update.status.state == 3  # TASK_STATE_COMPLETED
+
+
+# -- §5.1 one agent, three bindings ---------------------------------------------------------
+
+
+@requirement("a2a-1.0-§5.1-functional-equivalence")
+def test_every_binding_serves_the_same_tasks_errors_and_authentication(
+    agent: ConformanceAgent,
+) -> None:
+    """One agent served over JSON-RPC, HTTP+JSON and gRPC: a task sent on one binding is
+    the same task (id, context, state) on the others, an unknown task is the same error
+    (TaskNotFound) on each, and the extended card needs the same credentials on each.
+    (a2a_sync only: the peer script serves its bindings from separate processes.)"""
+    public = attrs.evolve(card(extended=True), supported_interfaces=[])
+    app = A2AApplication(
+        public,
+        agent,
+        authenticate=BearerTokens({AGENT_TOKEN: "alice"}),
+        allow_anonymous=True,
+        extended_card=attrs.evolve(public, name="Test agent (extended)"),
+        rest_path="/rest",
+    )
+    auth = {"Authorization": f"Bearer {AGENT_TOKEN}"}
+    with serve_in_thread(app) as url, GRPCServer(app) as server:
+        channel = grpc.insecure_channel(server.address)
+        try:
+            sent = unary(channel, "SendMessage", send_request("hello")).task
+            via_rpc = rpc(url + "/", "GetTask", {"id": sent.id})["result"]
+            via_rest = requests.get(f"{url}/rest/tasks/{sent.id}", headers=V1, timeout=WAIT)
+            seen = {
+                (t["id"], t["contextId"], t["status"]["state"]) for t in (via_rpc, via_rest.json())
+            }
+            assert seen == {(sent.id, sent.context_id, "TASK_STATE_COMPLETED")}
+            missing = new("GetTaskRequest", id="no-such-task")
+            assert refusal(lambda: unary(channel, "GetTask", missing))[2] == "TASK_NOT_FOUND"
+            assert error_code(rpc(url + "/", "GetTask", {"id": "no-such-task"})) == -32001
+            gone = requests.get(f"{url}/rest/tasks/no-such-task", headers=V1, timeout=WAIT)
+            assert gone.status_code == 404
+            card_request = new("GetExtendedAgentCardRequest")
+            code, *_ = refusal(lambda: unary(channel, "GetExtendedAgentCard", card_request))
+            assert code is grpc.StatusCode.UNAUTHENTICATED
+            extended = {"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard"}
+            assert post(url + "/", extended, V1).status_code == 401
+            assert (
+                requests.get(f"{url}/rest/extendedAgentCard", headers=V1, timeout=WAIT).status_code
+                == 401
+            )
+            names = {
+                post(url + "/", extended, {**V1, **auth}).json()["result"]["name"],
+                requests.get(
+                    f"{url}/rest/extendedAgentCard", headers={**V1, **auth}, timeout=WAIT
+                ).json()["name"],
+                unary(
+                    channel,
+                    "GetExtendedAgentCard",
+                    card_request,
+                    (*VERSION, ("authorization", auth["Authorization"])),
+                ).name,
+            }
+            assert names == {"Test agent (extended)"}
+        finally:
+            channel.close()
+    app.close(WAIT)
+
+
+@requirement("a2a-1.0-§3.5.1-webhooks-are-http-json-whatever-the-binding")
+def test_a_push_config_made_over_grpc_is_served_as_http_json(agent: ConformanceAgent) -> None:
+    """A webhook registered over gRPC receives plain HTTP POSTs with the JSON payloads of
+    the HTTP binding (a StreamResponse in ProtoJSON), not protobuf. (a2a_sync only: the
+    peer script runs no push sender.)"""
+    sender = PushSender(allow_private=True, backoff_base=0.01)
+    app = A2AApplication(attrs.evolve(card(), supported_interfaces=[]), agent, push_sender=sender)
+    try:
+        with contextlib.contextmanager(receiver)() as hook, GRPCServer(app) as server:
+            with grpc.insecure_channel(server.address) as channel:
+                task = unary(channel, "SendMessage", send_request("need input")).task
+                config = new("TaskPushNotificationConfig", task_id=task.id, url=hook.url + "/g")
+                unary(channel, "CreateTaskPushNotificationConfig", config)
+                unary(channel, "SendMessage", send_request("Paris", task_id=task.id))
+            received = hook.wait_for(1)
+            assert sender.flush(WAIT)
+        body = received[0].json()
+        assert received[0].headers["content-type"].split(";")[0] == "application/a2a+json"
+        member = next(iter(body))
+        assert len(body) == 1 and member in {"task", "statusUpdate", "artifactUpdate"}
+        assert body[member].get("taskId", body[member].get("id")) == task.id
+    finally:
+        assert sender.close()
+        app.close(WAIT)

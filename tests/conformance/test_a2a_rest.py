@@ -266,6 +266,21 @@ def test_version_travels_as_a_case_insensitive_header(rest: str) -> None:
         assert refused.status_code == 400 and reason(refused) == "VERSION_NOT_SUPPORTED"
 
 
+@requirement("a2a-1.0-§14.1.1-utf-8-json")
+def test_json_text_is_utf_8(rest: str) -> None:
+    """Non-ASCII text sent as UTF-8 JSON comes back intact in UTF-8 JSON."""
+    text = "héllo ✓ 東京"
+    raw = json.dumps({"message": user(text)}, ensure_ascii=False).encode("utf-8")
+    headers = {**V1, "Content-Type": "application/json"}
+    response = requests.post(f"{rest}/message:send", data=raw, headers=headers, timeout=WAIT)
+    assert response.status_code == 200, response.text
+    body = json.loads(response.content.decode("utf-8"))
+    history = body["task"].get("history") or []
+    echoed = [p["text"] for m in history for p in m["parts"] if "text" in p]
+    artifacts = [p["text"] for a in body["task"]["artifacts"] for p in a["parts"] if "text" in p]
+    assert text in echoed + artifacts
+
+
 # -- §11.7 streaming -----------------------------------------------------------------------
 
 
@@ -289,12 +304,15 @@ def test_message_stream_is_sse_of_bare_stream_responses(rest: str) -> None:
 
 @requirement("a2a-0.3-§3.2.3-rest-url-patterns")
 @requirement("a2a-0.3-§3.2.3-rest-status-codes")
+@requirement("a2a-0.3-§3.2.3-rest-json-content-type")
 def test_0_3_routes_under_v1(rest: str) -> None:
     """0.3's routes: ``POST /v1/message:send`` with the 0.3 proto JSON answers
-    ``{"task": ...}`` and ``GET /v1/tasks/{id}`` reads it back; an unknown task is 404."""
+    ``{"task": ...}`` as ``application/json`` and ``GET /v1/tasks/{id}`` reads it back; an
+    unknown task is 404."""
     message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "content": [{"text": "hello"}]}
     response = requests.post(f"{rest}/v1/message:send", json={"message": message}, timeout=WAIT)
     assert response.status_code == 200, response.text
+    assert response.headers["Content-Type"].split(";")[0] == "application/json"
     task = response.json()["task"]
     assert requests.get(f"{rest}/v1/tasks/{task['id']}", timeout=WAIT).json()["id"] == task["id"]
     assert requests.get(f"{rest}/v1/tasks/no-such-task", timeout=WAIT).status_code == 404
