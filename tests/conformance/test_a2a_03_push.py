@@ -50,7 +50,8 @@ def delivered(pushing_server: str, webhook: WebhookReceiver) -> tuple[str, list[
     """A 0.3 config set on an interrupted task, then the follow-up that completes it; the
     task id and what the webhook received once the completed task came."""
     task = send03(pushing_server, user03("need input"))
-    assert task["kind"] == "task" and task["status"]["state"] == "input-required"
+    assert task["kind"] == "task"
+    assert task["status"]["state"] == "input-required"
     config = {
         "taskId": task["id"],
         "pushNotificationConfig": {

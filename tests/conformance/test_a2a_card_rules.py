@@ -47,7 +47,8 @@ def test_card_versions_carry_no_patch_number(a2a_server: str) -> None:
     body = requests.get(a2a_server + CARD, timeout=WAIT).json()
     stated = [i["protocolVersion"] for i in body["supportedInterfaces"]]
     stated += [body["protocolVersion"]] if "protocolVersion" in body else []
-    assert stated and all(re.fullmatch(r"\d+\.\d+", v) for v in stated), stated
+    assert stated
+    assert all(re.fullmatch(r"\d+\.\d+", v) for v in stated), stated
 
 
 @requirement("a2a-1.0-§3.6.2-unsupported-minor-refused")

@@ -104,7 +104,8 @@ def test_message_send_route_answers_a_send_message_response(rest: str) -> None:
     assert list(body) == ["task"]
     task = body["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert task["contextId"] and "context_id" not in task
+    assert task["contextId"]
+    assert "context_id" not in task
 
 
 @requirement("a2a-1.0-§11.3.2-task-routes")
@@ -113,7 +114,8 @@ def test_task_routes_get_list_and_cancel(rest: str) -> None:
     ``POST /tasks/{id}:cancel`` cancels a running task and answers it."""
     done = sent(rest, "hello")
     got = call("GET", f"{rest}/tasks/{done['id']}")
-    assert got.status_code == 200 and got.json()["id"] == done["id"]
+    assert got.status_code == 200
+    assert got.json()["id"] == done["id"]
     listed = call("GET", f"{rest}/tasks", params={"contextId": done["contextId"]})
     assert [t["id"] for t in listed.json()["tasks"]] == [done["id"]]
     running = sent(rest, "slow 200", configuration={"returnImmediately": True})
@@ -149,7 +151,8 @@ def test_push_config_routes_create_get_list_and_delete(rest: str) -> None:
     assert created.status_code == 200, created.text
     config_id = created.json()["id"]
     got = call("GET", f"{base}/{config_id}")
-    assert got.status_code == 200 and got.json()["url"] == "https://example.com/hook"
+    assert got.status_code == 200
+    assert got.json()["url"] == "https://example.com/hook"
     assert [c["id"] for c in call("GET", base).json()["configs"]] == [config_id]
     for _ in range(2):  # deleting twice has the same effect
         assert call("DELETE", f"{base}/{config_id}").status_code == 200
@@ -164,7 +167,8 @@ def test_extended_card_route_needs_the_declared_credentials(rest: str) -> None:
     bearer = call(
         "GET", f"{rest}/extendedAgentCard", headers={**V1, "Authorization": "Bearer test-token"}
     )
-    assert bearer.status_code == 200 and bearer.json()["name"]
+    assert bearer.status_code == 200
+    assert bearer.json()["name"]
 
 
 # -- §11.5 query parameters ----------------------------------------------------------------
@@ -178,15 +182,18 @@ def test_get_and_list_take_camel_case_query_parameters(rest: str) -> None:
     context = first["contextId"]
     call("POST", f"{rest}/message:send", {"message": user("again", contextId=context)})
     no_history = call("GET", f"{rest}/tasks/{first['id']}", params={"historyLength": 0})
-    assert no_history.status_code == 200 and "history" not in no_history.json()
+    assert no_history.status_code == 200
+    assert "history" not in no_history.json()
     page = call("GET", f"{rest}/tasks", params={"contextId": context, "pageSize": 1}).json()
-    assert len(page["tasks"]) == 1 and page["nextPageToken"]
+    assert len(page["tasks"]) == 1
+    assert page["nextPageToken"]
     plain = call("GET", f"{rest}/tasks", params={"contextId": context}).json()
     assert all("artifacts" not in t for t in plain["tasks"])
     full = call(
         "GET", f"{rest}/tasks", params={"contextId": context, "includeArtifacts": "true"}
     ).json()
-    assert len(full["tasks"]) == 2 and all(t["artifacts"] for t in full["tasks"])
+    assert len(full["tasks"]) == 2
+    assert all(t["artifacts"] for t in full["tasks"])
 
 
 # -- §11.6, §5.4 errors --------------------------------------------------------------------
@@ -200,7 +207,9 @@ def test_an_error_is_a_status_body_with_an_error_info(rest: str) -> None:
     assert response.status_code == 404
     assert response.headers["Content-Type"].split(";")[0] in JSON_TYPES
     error = response.json()["error"]
-    assert error["code"] == 404 and error["status"] == "NOT_FOUND" and error["message"]
+    assert error["code"] == 404
+    assert error["status"] == "NOT_FOUND"
+    assert error["message"]
     info = next(d for d in error["details"] if d["@type"] == ERROR_INFO)
     assert (info["reason"], info["domain"]) == ("TASK_NOT_FOUND", "a2a-protocol.org")
 
@@ -263,7 +272,8 @@ def test_version_travels_as_a_case_insensitive_header(rest: str) -> None:
         assert call("POST", f"{rest}/message:send", body, {name: "1.0"}).status_code == 200
     for headers in ({}, {"A2A-Version": "0.5"}):
         refused = call("POST", f"{rest}/message:send", body, headers)
-        assert refused.status_code == 400 and reason(refused) == "VERSION_NOT_SUPPORTED"
+        assert refused.status_code == 400
+        assert reason(refused) == "VERSION_NOT_SUPPORTED"
 
 
 @requirement("a2a-1.0-§14.1.1-utf-8-json")

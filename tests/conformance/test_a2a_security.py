@@ -111,7 +111,8 @@ def test_invalid_credentials_are_rejected_even_where_anonymous_callers_are_serve
     does not accept is still refused with 401 and a challenge, not served as anonymous;
     without credentials, and with valid ones, it is served."""
     wrong = post(guarded, GET_TASK, {**V1, "Authorization": "Bearer not-a-token"})
-    assert wrong.status_code == 401 and "bearer" in wrong.headers["WWW-Authenticate"].lower()
+    assert wrong.status_code == 401
+    assert "bearer" in wrong.headers["WWW-Authenticate"].lower()
     assert error_code(post(guarded, GET_TASK, V1).json()) == -32001
     assert error_code(as_owner(guarded, "GetTask", {"id": "none"})) == -32001
 
@@ -199,7 +200,8 @@ def test_push_secrets_are_not_echoed(guarded: str) -> None:
     listed = rpc(guarded, "ListTaskPushNotificationConfigs", {"taskId": task["id"]})
     for answer in (created, got["result"], listed["result"]):
         text = json.dumps(answer)
-        assert SECRETS[0] not in text and SECRETS[1] not in text
+        assert SECRETS[0] not in text
+        assert SECRETS[1] not in text
         assert "Bearer" in text
 
 
