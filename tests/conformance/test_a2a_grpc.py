@@ -389,3 +389,53 @@ def test_a_push_config_made_over_grpc_is_served_as_http_json(agent: ConformanceA
     finally:
         assert sender.close()
         app.close(WAIT)
+
+
+@requirement("a2a-1.0-§10.6-capability-errors")
+def test_capability_errors_have_their_grpc_status(agent: ConformanceAgent) -> None:
+    """Over gRPC, an agent without streaming, push or an extended card answers
+    FAILED_PRECONDITION with UNSUPPORTED_OPERATION, PUSH_NOTIFICATION_NOT_SUPPORTED and
+    UNSUPPORTED_OPERATION; one that declares an extended card it lacks
+    EXTENDED_AGENT_CARD_NOT_CONFIGURED, whoever asks. (a2a_sync only: the peer's card
+    declares every capability.)"""
+    bare = A2AApplication(
+        attrs.evolve(card(streaming=False, push=False), supported_interfaces=[]), agent
+    )
+    declared = A2AApplication(attrs.evolve(card(extended=True), supported_interfaces=[]), agent)
+    found = []
+    with GRPCServer(bare) as server, grpc.insecure_channel(server.address) as channel:
+        task = unary(channel, "SendMessage", send_request("need input")).task
+        found += [
+            refusal(lambda: stream(channel, "SendStreamingMessage", send_request("hi"))),
+            refusal(
+                lambda: stream(
+                    channel, "SubscribeToTask", new("SubscribeToTaskRequest", id=task.id)
+                )
+            ),
+            refusal(
+                lambda: unary(
+                    channel,
+                    "ListTaskPushNotificationConfigs",
+                    new("ListTaskPushNotificationConfigsRequest", task_id=task.id),
+                )
+            ),
+            refusal(
+                lambda: unary(channel, "GetExtendedAgentCard", new("GetExtendedAgentCardRequest"))
+            ),
+        ]
+    with GRPCServer(declared) as server, grpc.insecure_channel(server.address) as channel:
+        found.append(
+            refusal(
+                lambda: unary(channel, "GetExtendedAgentCard", new("GetExtendedAgentCardRequest"))
+            )
+        )
+    bare.close(WAIT)
+    declared.close(WAIT)
+    precondition = grpc.StatusCode.FAILED_PRECONDITION
+    assert [(code, reason) for code, _, reason, _ in found] == [
+        (precondition, "UNSUPPORTED_OPERATION"),
+        (precondition, "UNSUPPORTED_OPERATION"),
+        (precondition, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
+        (precondition, "UNSUPPORTED_OPERATION"),
+        (precondition, "EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
+    ]

@@ -24,6 +24,7 @@ import requests
 
 from a2a_sync.server import A2AApplication, serve_in_thread
 from a2a_sync.server.auth import BearerTokens
+from a2a_sync.types import AgentExtension
 from tests.peers.fixtures import AGENT_TOKEN
 from tests.server.agents import card
 
@@ -242,6 +243,45 @@ def test_each_error_has_its_http_status(rest: str) -> None:
     ]
     assert [(r.status_code, reason(r)) for r, _, _ in cases] == [(s, n) for _, s, n in cases]
     assert cases[-1][0].json()["error"]["status"] == "INVALID_ARGUMENT"
+
+
+@requirement("a2a-1.0-§11.6-capability-errors")
+def test_capability_errors_have_their_http_status(agent: ConformanceAgent) -> None:
+    """Over REST, an agent without streaming, push or an extended card answers
+    UNSUPPORTED_OPERATION, PUSH_NOTIFICATION_NOT_SUPPORTED and UNSUPPORTED_OPERATION with
+    HTTP 400; one that declares an extended card it lacks EXTENDED_AGENT_CARD_NOT_CONFIGURED
+    and one with a required extension EXTENSION_SUPPORT_REQUIRED, also 400. (a2a_sync
+    only: the peer's card declares every capability.)"""
+    bare = attrs.evolve(card(streaming=False, push=False), supported_interfaces=[])
+    declared = attrs.evolve(card(extended=True), supported_interfaces=[])
+    required = attrs.evolve(
+        declared,
+        capabilities=attrs.evolve(
+            declared.capabilities,
+            extensions=[AgentExtension(uri="https://example.com/ext/must", required=True)],
+        ),
+    )
+    found = []
+    with serve_in_thread(A2AApplication(bare, agent, rest_path="/rest")) as url:
+        task = sent(url + "/rest", "need input")
+        found += [
+            call("POST", f"{url}/rest/message:stream", {"message": user("hi")}),
+            call("GET", f"{url}/rest/tasks/{task['id']}:subscribe"),
+            call("GET", f"{url}/rest/tasks/{task['id']}/pushNotificationConfigs"),
+            call("GET", f"{url}/rest/extendedAgentCard"),
+        ]
+    with serve_in_thread(A2AApplication(declared, agent, rest_path="/rest")) as url:
+        found.append(call("GET", f"{url}/rest/extendedAgentCard"))
+    with serve_in_thread(A2AApplication(required, agent, rest_path="/rest")) as url:
+        found.append(call("POST", f"{url}/rest/message:send", {"message": user("hi")}))
+    assert [(r.status_code, reason(r)) for r in found] == [
+        (400, "UNSUPPORTED_OPERATION"),
+        (400, "UNSUPPORTED_OPERATION"),
+        (400, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
+        (400, "UNSUPPORTED_OPERATION"),
+        (400, "EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
+        (400, "EXTENSION_SUPPORT_REQUIRED"),
+    ]
 
 
 # -- §11.1 content types, §11.2 service parameters -----------------------------------------

@@ -85,6 +85,8 @@ class RESTHost(Protocol):
 
     def _refusal(self, principal: Principal, operation: Operation, method: str) -> str | None: ...
 
+    def _check_extended_card(self) -> None: ...
+
     def _admit(self) -> bool: ...
 
     def _release(self) -> None: ...
@@ -197,8 +199,12 @@ class RESTBinding:
                 raw = from_wire(operation, raw)
             codec = codec_for(revision)
             params = load_params(codec, operation, raw)
-            if operation is Operation.GET_EXTENDED_CARD and principal.is_anonymous:
-                return _unauthenticated(start_response, self._app._challenge(environ))
+            if operation is Operation.GET_EXTENDED_CARD:
+                # Capability before caller (A2A 1.0 §3.1.11, §3.3.4), as over JSON-RPC
+                # and gRPC: an agent without an extended card says so to everyone.
+                self._app._check_extended_card()
+                if principal.is_anonymous:
+                    return _unauthenticated(start_response, self._app._challenge(environ))
             method = wire_name(operation, revision) or ""
             refused = self._app._refusal(principal, operation, method)
             if refused is not None:
