@@ -115,3 +115,50 @@ def test_the_extended_card_needs_authentication_on_each_binding(
         )
         assert served.json()["name"] == "extended"
         assert requests.get(url + "/rest/tasks", headers=V1, timeout=WAIT).status_code == 200
+
+
+class _CardPermission:
+    """Bearer tokens for alice and bob; only alice may read the extended card."""
+
+    def __init__(self) -> None:
+        self._tokens = BearerTokens({"tok-alice": "alice", "tok-bob": "bob"})
+
+    def __call__(self, environ: Any) -> Any:
+        return self._tokens(environ)
+
+    def refusal(self, principal: Any, operation: str, method: str) -> str | None:
+        if operation == "get_extended_card" and principal.name != "alice":
+            return 'Bearer error="insufficient_scope", scope="card:extended"'
+        return None
+
+
+@requirement("a2a-1.0-§13.3-extended-card-permission-checked")
+def test_the_extended_card_is_served_only_with_permission(agent: ConformanceAgent) -> None:
+    """An authenticated caller the agent does not permit to read the extended card is
+    refused (403 with the missing scope) over JSON-RPC and HTTP+JSON; a permitted one is
+    served; other calls stay open to both. (a2a_sync only: the peer has no per-caller
+    permissions.)"""
+    public = attrs.evolve(card(extended=True), supported_interfaces=[])
+    app = A2AApplication(
+        public,
+        agent,
+        authenticate=_CardPermission(),
+        extended_card=attrs.evolve(public, name="extended"),
+        rest_path="/rest",
+    )
+    body = {"jsonrpc": "2.0", "id": 3, "method": "GetExtendedAgentCard", "params": {}}
+    with serve_in_thread(app) as url:
+        for token, allowed in (("tok-bob", False), ("tok-alice", True)):
+            headers = {**V1, "Authorization": f"Bearer {token}"}
+            answers = [
+                post(url + "/", body, headers),
+                requests.get(url + "/rest/extendedAgentCard", headers=headers, timeout=WAIT),
+            ]
+            for answer in answers:
+                if allowed:
+                    assert answer.status_code == 200
+                else:
+                    assert answer.status_code == 403
+                    assert "insufficient_scope" in answer.headers["WWW-Authenticate"]
+            listing = {"jsonrpc": "2.0", "id": 4, "method": "ListTasks", "params": {}}
+            assert "result" in post(url + "/", listing, headers).json()

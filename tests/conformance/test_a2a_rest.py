@@ -72,8 +72,9 @@ def call(
 
 
 def sent(rest: str, text: str, **params: Any) -> dict[str, Any]:
-    """POST /message:send; the Task it answers."""
-    response = call("POST", f"{rest}/message:send", {"message": user(text), **params})
+    """POST /message:send (``message`` overrides the plain text message); its Task."""
+    params.setdefault("message", user(text))
+    response = call("POST", f"{rest}/message:send", params)
     assert response.status_code == 200, response.text
     return dict(response.json()["task"])
 
@@ -176,12 +177,16 @@ def test_extended_card_route_needs_the_declared_credentials(rest: str) -> None:
 
 
 @requirement("a2a-1.0-§11.5-query-parameters-camel-case")
+@requirement("a2a-1.0-§11.5-query-values-url-encoded")
+@requirement("a2a-1.0-§11.5-enum-query-values")
 def test_get_and_list_take_camel_case_query_parameters(rest: str) -> None:
-    """``historyLength``, ``pageSize``, ``contextId`` and the boolean ``includeArtifacts``
-    (lowercase ``true``) travel in the query string, by their JSON names."""
-    first = sent(rest, "hello")
-    context = first["contextId"]
-    call("POST", f"{rest}/message:send", {"message": user("again", contextId=context)})
+    """``historyLength``, ``pageSize``, ``contextId``, the boolean ``includeArtifacts``
+    (lowercase ``true``) and the enum ``status`` (its proto name) travel in the query
+    string by their JSON names, URL-encoded (a context id with reserved characters)."""
+    context = f"ctx a&b=c/é?#{uuid.uuid4()}"
+    first = sent(rest, "hello", message=user("hello", contextId=context))
+    waiting = sent(rest, "need input", message=user("need input", contextId=context))
+    assert first["contextId"] == waiting["contextId"] == context
     no_history = call("GET", f"{rest}/tasks/{first['id']}", params={"historyLength": 0})
     assert no_history.status_code == 200
     assert "history" not in no_history.json()
@@ -189,12 +194,15 @@ def test_get_and_list_take_camel_case_query_parameters(rest: str) -> None:
     assert len(page["tasks"]) == 1
     assert page["nextPageToken"]
     plain = call("GET", f"{rest}/tasks", params={"contextId": context}).json()
+    assert len(plain["tasks"]) == 2
     assert all("artifacts" not in t for t in plain["tasks"])
     full = call(
         "GET", f"{rest}/tasks", params={"contextId": context, "includeArtifacts": "true"}
     ).json()
-    assert len(full["tasks"]) == 2
-    assert all(t["artifacts"] for t in full["tasks"])
+    assert [bool(t.get("artifacts")) for t in full["tasks"]].count(True) == 1
+    status = {"contextId": context, "status": "TASK_STATE_INPUT_REQUIRED"}
+    filtered = call("GET", f"{rest}/tasks", params=status).json()
+    assert [t["id"] for t in filtered["tasks"]] == [waiting["id"]]
 
 
 # -- §11.6, §5.4 errors --------------------------------------------------------------------
