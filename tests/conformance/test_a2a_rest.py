@@ -14,19 +14,29 @@ check the proto's reading on both servers.
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import attrs
 import pytest
 import requests
 
+from a2a_sync import A2AClient
 from a2a_sync.server import A2AApplication, serve_in_thread
 from a2a_sync.server.auth import BearerTokens
-from a2a_sync.types import AgentExtension
+from a2a_sync.types import AgentExtension, Task, TaskState, TaskStatusUpdateEvent
 from tests.peers.fixtures import AGENT_TOKEN
 from tests.server.agents import card
+from tests.support.servers import (
+    RecordedRequest,
+    ScriptedServer,
+    respond_json,
+    write_chunk,
+    write_head,
+)
 
 from .a2a_wire import TERMINAL, V1, WAIT, user
 from .agents import ConformanceAgent
@@ -391,3 +401,127 @@ def test_0_3_message_stream_is_sse(rest: str) -> None:
         events = list(sse(response))
     assert "task" in events[0]
     assert events[-1]["statusUpdate"]["final"] is True
+
+
+# -- the client side of §11 ------------------------------------------------------------------
+
+TASK10 = {
+    "id": "t-1",
+    "contextId": "c-1",
+    "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-01-02T03:04:05.678Z"},
+}
+
+
+class RestRecorder:
+    """A scripted HTTP+JSON agent recording every request (no a2a_sync server code)."""
+
+    def __init__(self) -> None:
+        self.server = ScriptedServer(self.handle)
+        self.url = self.server.url
+
+    def handle(self, sock: socket.socket, request: RecordedRequest) -> None:
+        path = request.path.split("?", 1)[0]
+        if path.endswith("agent-card.json"):
+            interface = {
+                "url": self.url + "/api",
+                "protocolBinding": "HTTP+JSON",
+                "protocolVersion": "1.0",
+            }
+            respond_json(
+                sock,
+                {
+                    "name": "rest recorder",
+                    "description": "records requests",
+                    "version": "1.0.0",
+                    "supportedInterfaces": [interface],
+                    "capabilities": {"streaming": True},
+                    "defaultInputModes": ["text/plain"],
+                    "defaultOutputModes": ["text/plain"],
+                    "skills": [{"id": "s", "name": "s", "description": "s", "tags": ["s"]}],
+                },
+            )
+        elif path == "/api/message:stream":
+            write_head(
+                sock, 200, [("Content-Type", "text/event-stream"), ("Transfer-Encoding", "chunked")]
+            )
+            working = {**TASK10, "status": {"state": "TASK_STATE_WORKING"}}
+            done = {"taskId": "t-1", "contextId": "c-1", "status": TASK10["status"]}
+            for event in ({"task": working}, {"statusUpdate": done}):
+                write_chunk(sock, f"data: {json.dumps(event)}\n\n".encode())
+            write_chunk(sock, b"")
+        elif path == "/api/message:send":
+            respond_json(sock, {"task": TASK10})
+        elif path == "/api/tasks":
+            respond_json(sock, {"tasks": [TASK10], "nextPageToken": "", "pageSize": 1})
+        else:
+            respond_json(sock, TASK10)
+
+    def since(self, count: int) -> list[RecordedRequest]:
+        return [r for r in self.server.requests[count:] if "agent-card" not in r.path]
+
+
+@pytest.fixture(scope="module")
+def recorder() -> Iterator[RestRecorder]:
+    recording = RestRecorder()
+    with recording.server:
+        yield recording
+
+
+@requirement("a2a-1.0-§11.3-client-rest-routes")
+@requirement("a2a-1.0-§11.2-client-service-parameters-as-headers")
+@requirement("a2a-1.0-§11.1-client-json-bodies")
+def test_the_rest_client_uses_the_routes_and_headers(recorder: RestRecorder) -> None:
+    """a2a_sync's client on an HTTP+JSON interface: send, get and cancel go to the
+    proto's routes under the interface URL, every request carries ``A2A-Version: 1.0``
+    as a header (never in the query or body), and bodies are JSON."""
+    before = len(recorder.server.requests)
+    with A2AClient.from_url(recorder.url) as client:
+        client.send_message("hello")
+        client.get_task("t-1")
+        client.cancel_task("t-1")
+    made = recorder.since(before)
+    assert [(r.method, r.path.split("?")[0]) for r in made] == [
+        ("POST", "/api/message:send"),
+        ("GET", "/api/tasks/t-1"),
+        ("POST", "/api/tasks/t-1:cancel"),
+    ]
+    for request in made:
+        assert request.headers["A2A-Version"] == "1.0"
+        assert "A2A-Version" not in request.path
+    sent_body = made[0]
+    assert sent_body.headers["Content-Type"].split(";")[0] in JSON_TYPES
+    assert "A2A-Version" not in sent_body.body.decode()
+    assert sent_body.json()["message"]["parts"] == [{"text": "hello"}]
+
+
+@requirement("a2a-1.0-§11.5-client-query-parameters")
+def test_the_rest_client_puts_get_parameters_in_the_query(recorder: RestRecorder) -> None:
+    """GET parameters travel as camelCase query parameters, URL-encoded, the enum by its
+    proto name."""
+    before = len(recorder.server.requests)
+    with A2AClient.from_url(recorder.url) as client:
+        client.get_task("t-1", history_length=3)
+        client.list_tasks(context_id="c 1&x=é", page_size=2, status=TaskState.working)
+    made = recorder.since(before)
+    queries = [dict(parse_qsl(urlsplit(r.path).query)) for r in made]
+    assert queries[0] == {"historyLength": "3"}
+    assert queries[1] == {
+        "contextId": "c 1&x=é",
+        "pageSize": "2",
+        "status": "TASK_STATE_WORKING",
+    }
+    assert " " not in made[1].path
+    assert "&x=" not in made[1].path
+
+
+@requirement("a2a-1.0-§11.7-client-reads-bare-sse")
+def test_the_rest_client_reads_a_stream_of_bare_stream_responses(
+    recorder: RestRecorder,
+) -> None:
+    """``POST /message:stream`` answered with SSE of bare StreamResponse objects: the
+    client yields the Task, then the status update, and ends when the stream closes."""
+    with A2AClient.from_url(recorder.url) as client, client.stream_message("hi") as events:
+        seen = list(events)
+    assert isinstance(seen[0], Task)
+    assert isinstance(seen[-1], TaskStatusUpdateEvent)
+    assert seen[-1].status.state is TaskState.completed
