@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Iterator
+from concurrent import futures
 from typing import Any
 
 import attrs
@@ -26,6 +27,7 @@ grpc = import_grpc()
 
 from google.rpc import error_details_pb2, status_pb2  # noqa: E402
 
+from a2a_sync import A2AClient  # noqa: E402
 from a2a_sync.a2a.grpc.messages import message_class  # noqa: E402
 from a2a_sync.server import A2AApplication, serve_in_thread  # noqa: E402
 from a2a_sync.server.auth import BearerTokens  # noqa: E402
@@ -438,4 +440,47 @@ def test_capability_errors_have_their_grpc_status(agent: ConformanceAgent) -> No
         (precondition, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
         (precondition, "UNSUPPORTED_OPERATION"),
         (precondition, "EXTENDED_AGENT_CARD_NOT_CONFIGURED"),
+    ]
+
+
+# -- the client side of §10 ------------------------------------------------------------------
+
+
+@requirement("a2a-1.0-§10.2-client-service-parameters-in-metadata")
+def test_the_grpc_client_sends_service_parameters_as_metadata() -> None:
+    """a2a_sync's gRPC client calls ``/lf.a2a.v1.A2AService/SendMessage`` with
+    ``a2a-version: 1.0`` and the requested extensions comma-separated in one
+    ``a2a-extensions`` entry, keys lowercase; checked on a recording grpcio server (no
+    a2a_sync server code)."""
+    seen: list[tuple[str, list[tuple[str, Any]]]] = []
+    answer = message_class("SendMessageResponse")()
+    answer.task.id = "t-1"
+    answer.task.context_id = "c-1"
+    answer.task.status.state = 3
+
+    def send(request: bytes, context: Any) -> bytes:
+        seen.append(("SendMessage", list(context.invocation_metadata())))
+        return bytes(answer.SerializeToString())
+
+    handler = grpc.method_handlers_generic_handler(
+        "lf.a2a.v1.A2AService", {"SendMessage": grpc.unary_unary_rpc_method_handler(send)}
+    )
+    with futures.ThreadPoolExecutor(2, thread_name_prefix="a2a-sync-test-grpc") as pool:
+        server = grpc.server(pool, handlers=[handler])
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        try:
+            extensions = ["https://example.com/ext/a", "https://example.com/ext/b"]
+            with A2AClient(
+                f"127.0.0.1:{port}", binding="GRPC", extensions=extensions, timeout=WAIT
+            ) as client:
+                assert client.send_message("hello").id == "t-1"
+        finally:
+            server.stop(None).wait(WAIT)
+    [(_, metadata)] = seen
+    pairs = [(k, v) for k, v in metadata if k.startswith("a2a-")]
+    assert all(k == k.lower() for k, _ in metadata)
+    assert sorted(pairs) == [
+        ("a2a-extensions", "https://example.com/ext/a,https://example.com/ext/b"),
+        ("a2a-version", "1.0"),
     ]
