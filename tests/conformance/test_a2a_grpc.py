@@ -33,6 +33,7 @@ from a2a_sync.server import A2AApplication, serve_in_thread  # noqa: E402
 from a2a_sync.server.auth import BearerTokens  # noqa: E402
 from a2a_sync.server.bindings.grpc import GRPCServer  # noqa: E402
 from a2a_sync.server.push import PushSender  # noqa: E402
+from a2a_sync.types import Task  # noqa: E402
 from tests.peers.fixtures import AGENT_TOKEN  # noqa: E402
 from tests.server.agents import card  # noqa: E402
 from tests.server.webhook import receiver  # noqa: E402
@@ -474,7 +475,9 @@ def test_the_grpc_client_sends_service_parameters_as_metadata() -> None:
             with A2AClient(
                 f"127.0.0.1:{port}", binding="GRPC", extensions=extensions, timeout=WAIT
             ) as client:
-                assert client.send_message("hello").id == "t-1"
+                result = client.send_message("hello")
+            assert isinstance(result, Task)
+            assert result.id == "t-1"
         finally:
             server.stop(None).wait(WAIT)
     [(_, metadata)] = seen
