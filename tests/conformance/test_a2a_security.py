@@ -146,11 +146,13 @@ def test_webhook_calls_have_a_bounded_timeout() -> None:
 
 
 @requirement("a2a-1.0-§13.2-webhook-retry-with-backoff")
+@requirement("a2a-1.0-§13.2-webhook-carries-credentials")
 @requirement("a2a-1.0-§13.4-logs-hold-no-credentials")
 def test_failed_deliveries_are_retried_and_logs_hold_no_secrets(
     agent: ConformanceAgent, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A webhook answering 503 gets the same notification again (backoff), and neither
+    """A webhook answering 503 gets the same notification again (backoff), every attempt
+    authenticated with the config's credentials, and neither
     the push token and credentials nor a refused bearer token appear in any log record."""
     push = PushSender(allow_private=True, backoff_base=0.01)
     app = A2AApplication(
@@ -173,7 +175,9 @@ def test_failed_deliveries_are_retried_and_logs_hold_no_secrets(
             assert "result" in rpc(url + "/", "CreateTaskPushNotificationConfig", config)
             hook.answers.extend([(503, {}), (503, {})])
             send(url + "/", user("Paris", taskId=task["id"]))
-            bodies = [r.body for r in hook.wait_for(3)]
+            attempts = hook.wait_for(3)
+            bodies = [r.body for r in attempts]
+            assert all(r.headers["authorization"] == f"Bearer {SECRETS[1]}" for r in attempts)
             wrong = {**V1, "Authorization": f"Bearer {SECRETS[2]}"}
             assert post(url + "/", GET_TASK, wrong).status_code == 401
             assert push.flush(WAIT)
