@@ -40,6 +40,7 @@ from a2a_sync.errors import (
 from a2a_sync.policies import RetryPolicy, Timeout
 from tests.support.faultproxy import Address
 from tests.support.fixtures import ScriptedServerFactory
+from tests.support.ports import refused_url
 from tests.support.servers import (
     Handler,
     RecordedRequest,
@@ -165,14 +166,6 @@ def backoff_announced() -> Iterator[threading.Event]:
 
 def no_jitter(**kwargs: Any) -> RetryPolicy:
     return RetryPolicy(jitter=0.0, **kwargs)
-
-
-def refused_url() -> str:
-    """A loopback URL nothing listens on (the port was just released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}/rpc"
 
 
 def failing_then(failures: int, fail: Callable[[socket.socket], None]) -> Callable[..., None]:
@@ -386,7 +379,7 @@ def test_refused_connection_is_retried_with_growing_delays_then_connect_error(
 ) -> None:
     transport = transport_factory(retry=no_jitter(max_retries=3, backoff_base=0.2))
     with pytest.raises(ConnectError) as excinfo:
-        transport.request("POST", refused_url(), body=SEND_MESSAGE)
+        transport.request("POST", refused_url("/rpc"), body=SEND_MESSAGE)
     assert not isinstance(excinfo.value, ConnectTimeout)
     assert not excinfo.value.outcome_unknown
     assert excinfo.value.attempts == 4
@@ -396,15 +389,14 @@ def test_refused_connection_is_retried_with_growing_delays_then_connect_error(
 def test_refused_connection_recovers_when_the_server_comes_up(
     transport_factory: TransportFactory,
 ) -> None:
-    url = refused_url()
-    port = int(url.split(":")[2].split("/")[0])
-    listening = threading.Event()
+    # Bound but not listening: connecting is refused until listen(), and the port is ours.
     listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/rpc"
+    listening = threading.Event()
 
     def come_up_during_the_backoff(delay: float) -> None:
         if not listening.is_set():
-            listener.bind(("127.0.0.1", port))
             listener.listen(1)
             listening.set()
 
