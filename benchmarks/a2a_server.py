@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks.harness import Variant, run_cli
+from benchmarks.processes import bound_socket, report_ready, spawn_server
 
 CHUNKS = 100
 THREADS = 8
@@ -92,7 +92,7 @@ def serve_ours(port: int, store_kind: str = "memory", *, inline: bool = False) -
         folder = tempfile.mkdtemp(prefix="a2a-bench-")
         store = SQLiteTaskStore(f"{folder}/tasks.db")
     server = RunningServer(A2AApplication(card, Echo(), task_store=store), "127.0.0.1", port)
-    print("ready", flush=True)
+    report_ready(server.port)
     server.run()
 
 
@@ -118,7 +118,7 @@ def serve_bare(port: int) -> None:
         return [body]
 
     server = waitress.create_server(app, host="127.0.0.1", port=port)
-    print("ready", flush=True)
+    report_ready(server.effective_port)  # type: ignore[union-attr]
     server.run()
 
 
@@ -182,7 +182,8 @@ def serve_sdk(port: int) -> None:
         async def cancel(self, context: RequestContext, queue: EventQueue) -> None:
             raise NotImplementedError
 
-    url = f"http://127.0.0.1:{port}/"
+    sock = bound_socket(port)  # the card names the port: bind first, serve on this socket
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
     card = AgentCard(
         name="Echo",
         description="echo",
@@ -201,8 +202,8 @@ def serve_sdk(port: int) -> None:
     app = Starlette(
         routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
     )
-    print("ready", flush=True)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    report_ready(sock.getsockname()[1])
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
 
 
 SERVERS.update(
@@ -335,30 +336,9 @@ def threaded(port: int) -> Callable[[int], list[float]]:
 # -- orchestration -------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _spawn(which: str) -> tuple[subprocess.Popen[bytes], int]:
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.a2a_server", "--serve", which, str(port)],
-        stdout=subprocess.PIPE,
-    )
-    assert process.stdout is not None
-    assert process.stdout.readline().strip() == b"ready"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-    return process, port
+    """A server child on a port it bound itself (port 0) and reported."""
+    return spawn_server([sys.executable, "-m", "benchmarks.a2a_server", "--serve", which, "0"])
 
 
 def main() -> None:

@@ -29,15 +29,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from benchmarks.harness import Variant, run_cli
+from benchmarks.processes import report_ready, spawn_server
 
 CHUNKS = 100
 
@@ -75,7 +74,7 @@ def serve_ours(port: int) -> None:
     )
     app = A2AApplication(card, Echo(), deduplicate_messages=False)
     server = GRPCServer(app, port=port).start()
-    print("ready", flush=True)
+    report_ready(server.port)
     try:
         threading_event().wait()
     finally:
@@ -141,27 +140,28 @@ def serve_sdk(port: int) -> None:
         async def cancel(self, context: RequestContext, queue: EventQueue) -> None:
             raise NotImplementedError
 
-    card = AgentCard(
-        name="Echo",
-        description="echo",
-        version="1",
-        capabilities=AgentCapabilities(streaming=True),
-        default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
-        supported_interfaces=[
-            AgentInterface(protocol_binding="GRPC", protocol_version="1.0", url=f"127.0.0.1:{port}")
-        ],
-    )
-    handler = DefaultRequestHandler(
-        agent_executor=Echo(), task_store=InMemoryTaskStore(), agent_card=card
-    )
-
     async def run() -> None:
         server = grpc.aio.server()
-        server.add_insecure_port(f"127.0.0.1:{port}")
+        bound = server.add_insecure_port(f"127.0.0.1:{port}")  # port 0: the one it got
+        card = AgentCard(
+            name="Echo",
+            description="echo",
+            version="1",
+            capabilities=AgentCapabilities(streaming=True),
+            default_input_modes=["text/plain"],
+            default_output_modes=["text/plain"],
+            supported_interfaces=[
+                AgentInterface(
+                    protocol_binding="GRPC", protocol_version="1.0", url=f"127.0.0.1:{bound}"
+                )
+            ],
+        )
+        handler = DefaultRequestHandler(
+            agent_executor=Echo(), task_store=InMemoryTaskStore(), agent_card=card
+        )
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), server)
         await server.start()
-        print("ready", flush=True)
+        report_ready(bound)
         await server.wait_for_termination()
 
     asyncio.run(run())
@@ -317,30 +317,9 @@ def sdk_client(port: int) -> tuple[Callable[[int], int], Callable[[int], int], A
 # -- orchestration -------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _spawn(which: str) -> tuple[subprocess.Popen[bytes], int]:
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.grpc", "--serve", which, str(port)],
-        stdout=subprocess.PIPE,
-    )
-    assert process.stdout is not None
-    assert process.stdout.readline().strip() == b"ready"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-    return process, port
+    """A server child on a port it bound itself (port 0) and reported."""
+    return spawn_server([sys.executable, "-m", "benchmarks.grpc", "--serve", which, "0"])
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

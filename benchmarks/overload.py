@@ -33,11 +33,12 @@ import os
 import selectors
 import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+
+from benchmarks.processes import spawn_server
 
 #: Longest any client waits for an answer.
 ANSWER_BOUND = 20.0
@@ -45,6 +46,7 @@ ANSWER_BOUND = 20.0
 SERVER = """
 import sys, threading
 from a2a_sync.server import A2AApplication, AgentExecutor, serve
+from benchmarks.processes import report_serve_url
 from tests.server.agents import card
 import attrs
 
@@ -56,15 +58,9 @@ class Agent(AgentExecutor):
         updater.complete()
 
 app = A2AApplication(attrs.evolve(card(), supported_interfaces=[]), Agent())
-serve(app, port=int(sys.argv[1]))
+report_serve_url()
+serve(app, port=0)
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _body(method: str, text: str, message_id: str) -> bytes:
@@ -284,19 +280,9 @@ def main() -> None:
     parser.add_argument("--hold", type=float, default=60.0, help="longest the held task runs")
     parser.add_argument("--seconds", type=float, default=15.0, help="slow-client phase length")
     args = parser.parse_args()
-    port = _free_port()
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(port)], env=env)
+    server, port = spawn_server([sys.executable, "-c", SERVER], env=env)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise
-                time.sleep(0.1)  # polling a starting subprocess
         rows = [idle(port, 2.0)]
         before = resources(server.pid)
         rows.append(stream_flood(port, args.streams, args.hold))

@@ -30,15 +30,14 @@ import argparse
 import asyncio
 import http.client
 import json
-import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from benchmarks.harness import Variant, run_cli
+from benchmarks.processes import bound_socket, report_ready, spawn_server
 
 CHUNKS = 100
 
@@ -76,7 +75,7 @@ def serve_ours(port: int) -> None:
     )
     app = A2AApplication(card, Echo(), rest_path="/rest")
     server = RunningServer(app, "127.0.0.1", port)
-    print("ready", flush=True)
+    report_ready(server.port)
     server.run()
 
 
@@ -124,7 +123,8 @@ def serve_sdk(port: int) -> None:
         async def cancel(self, context: RequestContext, queue: EventQueue) -> None:
             raise NotImplementedError
 
-    url = f"http://127.0.0.1:{port}/rest"
+    sock = bound_socket(port)  # the card names the port: bind first, serve on this socket
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/rest"
     card = AgentCard(
         name="Echo",
         description="echo",
@@ -145,8 +145,8 @@ def serve_sdk(port: int) -> None:
             *create_rest_routes(handler, path_prefix="/rest"),
         ]
     )
-    print("ready", flush=True)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    report_ready(sock.getsockname()[1])
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
 
 
 # -- the cheap driver of the server table --------------------------------------------------------
@@ -274,30 +274,9 @@ def sdk_client(port: int) -> tuple[Callable[[int], int], Callable[[], None]]:
 # -- orchestration -------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _spawn(which: str) -> tuple[subprocess.Popen[bytes], int]:
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.rest", "--serve", which, str(port)],
-        stdout=subprocess.PIPE,
-    )
-    assert process.stdout is not None
-    assert process.stdout.readline().strip() == b"ready"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-    return process, port
+    """A server child on a port it bound itself (port 0) and reported."""
+    return spawn_server([sys.executable, "-m", "benchmarks.rest", "--serve", which, "0"])
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

@@ -42,8 +42,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from benchmarks.a2a_server import Client, _free_port
+from benchmarks.a2a_server import Client
 from benchmarks.harness import Result, Variant, measure, render, server_cpu_seconds
+from benchmarks.processes import report_serve_url, spawn_server
 
 SEND_THREADS = 8
 STREAM_THREADS = 4
@@ -92,6 +93,7 @@ def serve_worker(port: int, database: str) -> None:
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
     )
+    report_serve_url()  # port 0: the parent learns the port serve got
     serve(Agent(), port=port, card=card, database=database)
 
 
@@ -265,15 +267,14 @@ def _p95(values: list[float]) -> float:
 
 @contextlib.contextmanager
 def workers(count: int, database: str) -> Iterator[list[tuple[subprocess.Popen[bytes], int]]]:
-    ports = [_free_port() for _ in range(count)]
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.scale_out", "--serve", str(port), database],
-            stdout=subprocess.DEVNULL,
-        )
-        for port in ports
-    ]
+    processes: list[subprocess.Popen[bytes]] = []
+    ports: list[int] = []
     try:
+        for _ in range(count):  # each worker binds port 0 and reports what it got
+            argv = [sys.executable, "-m", "benchmarks.scale_out", "--serve", "0", database]
+            process, port = spawn_server(argv)
+            processes.append(process)
+            ports.append(port)
         for port, process in zip(ports, processes, strict=True):
             _wait_up(port, process)
         yield list(zip(processes, ports, strict=True))

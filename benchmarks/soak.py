@@ -34,8 +34,6 @@ import argparse
 import collections
 import gc
 import os
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -45,6 +43,7 @@ from a2a_sync.client import A2AClient, ResilientA2AClient
 from a2a_sync.errors import A2ASyncError
 from a2a_sync.policies import ResilienceConfig
 from a2a_sync.types import Task
+from benchmarks.processes import spawn_server
 from tests.support.faultproxy import FaultProxy
 
 WARM_UP = 2000
@@ -56,18 +55,12 @@ SERVER = """
 import sys
 import attrs
 from a2a_sync.server import A2AApplication, serve
+from benchmarks.processes import report_serve_url
 from tests.server.agents import EchoAgent, card
 
-serve(A2AApplication(attrs.evolve(card(), supported_interfaces=[]), EchoAgent()),
-      port=int(sys.argv[1]))
+report_serve_url()
+serve(A2AApplication(attrs.evolve(card(), supported_interfaces=[]), EchoAgent()), port=0)
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def sample() -> tuple[float, int, int]:
@@ -136,21 +129,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=20_000)
     parser.add_argument("--every", type=int, default=2000)
     args = parser.parse_args()
-    port = _free_port()
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    server = subprocess.Popen(
-        [sys.executable, "-c", SERVER, str(port)], env=env, stderr=subprocess.DEVNULL
-    )
+    server, port = spawn_server([sys.executable, "-c", SERVER], env=env, quiet=True)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise
-                time.sleep(0.1)  # polling a starting subprocess
         start = sample()
         print(f"{0:>7} calls  RSS {start[0]:6.1f} MB  threads {start[1]:3d}  fds {start[2]:4d}")
         samples = soak(f"http://127.0.0.1:{port}", args.calls, args.every)

@@ -1,8 +1,8 @@
 """The agent card's hooks on the 1.0 converter: security schemes (1.0 wrappers and 0.3
 ``type`` tags), security requirements and OAuth flows.
 
-Second link of the codec chain (primitives -> card hooks -> converters -> codec -> card
-codec): :func:`a2a_sync.a2a.converters.build_converter` calls
+A link of the codec chain (primitives -> part, card and 0.3 hooks -> converters -> codec ->
+card codec): :func:`a2a_sync.a2a.converters.build_converter` calls
 :func:`configure_card_hooks` while it builds the 1.0 converter.
 """
 

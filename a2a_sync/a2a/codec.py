@@ -47,9 +47,10 @@ as ``{configs, nextPageToken}`` (1.0) or a bare array (0.3). ListTasks exists in
 (the 0.3 codec raises ``ConfigurationError``).
 
 Agent cards do not depend on the revision: they are read and written by
-:mod:`a2a_sync.a2a.card_codec` (the last link of the chain primitives -> card hooks ->
-converters -> codec -> card codec), which reads a pure 0.3 card, a pure 1.0 card and the
-merged card a2a-sdk 1.x serves into the same :class:`AgentCard`.
+:mod:`a2a_sync.a2a.card_codec` (the last link of the chain primitives -> wire names, part,
+card and 0.3 hooks -> converters -> load errors, envelopes -> codec -> card codec), which
+reads a pure 0.3 card, a pure 1.0 card and the merged card a2a-sdk 1.x serves into the same
+:class:`AgentCard`.
 
 Rules: absent fields mean defaults, unknown fields are ignored, output omits unset values
 (no ``null``, no empty lists), bytes are standard base64 (URL-safe and unpadded accepted
@@ -71,20 +72,19 @@ Codecs are immutable once built and safe to share across threads.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from types import UnionType
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Any, Final, TypeVar
 
-import attrs
-
-from ..errors import ConfigurationError, ProtocolError
-from .converters import (
-    WireError,
-    build_converter,
-    format_timestamp,
-    parse_timestamp,
-    wire_name,
+from ..errors import ConfigurationError
+from .converters import Converters, build_converters
+from .envelopes import (
+    member_v1,
+    send_result_class_v03,
+    send_result_v1,
+    stream_class_v03,
+    stream_v1,
 )
+from .load_errors import load_failure
+from .primitives import format_timestamp, parse_timestamp
 from .types import (
     AgentInterface,
     GetTaskParams,
@@ -100,13 +100,8 @@ from .types import (
     SendResult,
     StreamEvent,
     Task,
-    TaskArtifactUpdateEvent,
     TaskIdParams,
-    TaskStatusUpdateEvent,
 )
-
-if TYPE_CHECKING:
-    from cattrs import Converter
 
 __all__ = [
     "REVISIONS",
@@ -122,19 +117,6 @@ T = TypeVar("T")
 
 #: The wire revisions this module speaks, newest first.
 REVISIONS: Final = ("1.0", "0.3")
-#: What a structuring hook raises on bad input (cattrs' own errors are added once imported).
-_PLAIN_ERRORS: Final = (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError)
-
-# --- codecs ------------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class _Built:
-    fast: Converter
-    detailed: Callable[[], Converter]
-    structure_errors: tuple[type[BaseException], ...]
-    loaders: dict[Any, Callable[[Any, Any], Any]]
-    dumpers: dict[Any, Callable[[Any], Any]]
 
 
 class Codec:
@@ -152,7 +134,7 @@ class Codec:
             raise ConfigurationError(f"unsupported A2A revision {revision!r}")
         #: ``"1.0"`` or ``"0.3"``.
         self.revision: Final = revision
-        self._built: _Built | None = None
+        self._built: Converters | None = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -194,7 +176,7 @@ class Codec:
         try:
             return loader(obj, cls)  # type: ignore[no-any-return]
         except built.structure_errors as exc:
-            error = self._failure(obj, cls, exc, path)
+            error = load_failure(self.revision, built, obj, cls, exc, path)
             # Chained from cattrs' detailed error when there is one, else the fast one.
             raise error from (error.__cause__ or exc)
 
@@ -343,139 +325,29 @@ class Codec:
         if self.revision == "0.3" and cls in (ListTasksParams, ListTasksResult):
             raise ConfigurationError("ListTasks does not exist in A2A 0.3")
 
-    def _build(self) -> _Built:
+    def _build(self) -> Converters:
         with self._lock:
-            if self._built is not None:
-                return self._built
-            from cattrs.errors import (  # noqa: PLC0415 - cattrs is imported on first use
-                BaseValidationError,
-                ForbiddenExtraKeysError,
-                StructureHandlerNotFoundError,
-            )
-
-            fast = build_converter(self.revision, detailed=False)
-            detailed: list[Converter] = []
-
-            def get_detailed() -> Converter:
-                # Built on the first failure only; a benign race may build it twice.
-                if not detailed:
-                    detailed.append(build_converter(self.revision, detailed=True))
-                return detailed[0]
-
-            errors = (
-                *_PLAIN_ERRORS,
-                BaseValidationError,
-                ForbiddenExtraKeysError,
-                StructureHandlerNotFoundError,
-            )
-            self._built = _Built(fast, get_detailed, errors, {}, {})
+            if self._built is None:
+                self._built = build_converters(self.revision)
             return self._built
-
-    def _failure(self, obj: Any, cls: Any, exc: BaseException, path: str) -> ProtocolError:
-        """Build the ProtocolError for a failed load, naming the paths."""
-        what = f"invalid A2A {self.revision} {getattr(cls, '__name__', 'value')}"
-        if isinstance(exc, RecursionError):
-            return ProtocolError(what, details=[f"nested too deeply @ {path}"])
-        if obj.__class__ is not dict and not (
-            cls is ListPushConfigsResult and isinstance(obj, list)
-        ):
-            return ProtocolError(what, details=[f"expected a JSON object @ {path}"])
-        built = self._built or self._build()
-        try:
-            built.detailed().structure(obj, cls)
-        except built.structure_errors as detailed_exc:
-            error = ProtocolError(what, details=_details(self.revision, detailed_exc, path))
-            error.__cause__ = detailed_exc
-            return error
-        return ProtocolError(what, details=[f"{_describe(exc, None)} @ {path}"])
-
-
-def _describe(exc: BaseException, type_: Any) -> str:
-    if isinstance(exc, WireError):
-        return str(exc)
-    from cattrs.v import format_exception  # noqa: PLC0415 - only on the failure path
-
-    args = [a for a in getattr(type_, "__args__", ()) if a is not type(None)]
-    if type(type_) is UnionType and len(args) == 1:  # "expected str", not "str | None"
-        type_ = args[0]
-    return format_exception(exc, type_)
-
-
-def _details(revision: str, exc: BaseException, path: str) -> list[str]:
-    """cattrs' ``transform_error``, but the path uses wire (camelCase) member names."""
-    from cattrs.errors import (  # noqa: PLC0415 - only on the failure path
-        ClassValidationError,
-        IterableValidationError,
-    )
-
-    found: list[str] = []
-    if isinstance(exc, (ClassValidationError, IterableValidationError)):
-        with_notes, without = exc.group_exceptions()
-        for sub_exc, note in with_notes:
-            if isinstance(exc, ClassValidationError):
-                sub_path = f"{path}.{wire_name(revision, exc.cl, note.name)}"  # type: ignore[union-attr]
-            else:
-                sub_path = f"{path}[{note.index!r}]"
-            if isinstance(sub_exc, (ClassValidationError, IterableValidationError)):
-                found += _details(revision, sub_exc, sub_path)
-            else:
-                found.append(f"{_describe(sub_exc, note.type)} @ {sub_path}")
-        found += [f"{_describe(sub_exc, None)} @ {path}" for sub_exc in without]
-    else:
-        found.append(f"{_describe(exc, None)} @ {path}")
-    return found
-
-
-_STREAM_MEMBERS_V1: Final[dict[str, type[StreamEvent]]] = {
-    "artifactUpdate": TaskArtifactUpdateEvent,
-    "statusUpdate": TaskStatusUpdateEvent,
-    "task": Task,
-    "message": Message,
-}
-_STREAM_KEYS_V1: Final = {cls: key for key, cls in _STREAM_MEMBERS_V1.items()}
-_KINDS_V03: Final[dict[str, type[StreamEvent]]] = {
-    "artifact-update": TaskArtifactUpdateEvent,
-    "status-update": TaskStatusUpdateEvent,
-    "task": Task,
-    "message": Message,
-}
 
 
 class _CodecV1(Codec):
     __slots__ = ()
 
     def dump_send_result(self, result: SendResult) -> dict[str, Any]:
-        return {"task" if result.__class__ is Task else "message": self.dump(result)}
+        return {member_v1(result): self.dump(result)}
 
     def load_send_result(self, obj: Any) -> SendResult:
-        if obj.__class__ is dict:
-            if "task" in obj and "message" not in obj:
-                return self.load(obj["task"], Task, path="$.task")
-            if "message" in obj and "task" not in obj:
-                return self.load(obj["message"], Message, path="$.message")
-        raise ProtocolError(
-            "invalid A2A 1.0 SendMessageResponse",
-            details=["expected exactly one of task, message @ $"],
-        )
+        member, cls = send_result_v1(obj)
+        return self.load(obj[member], cls, path=f"$.{member}")
 
     def dump_stream_event(self, event: StreamEvent) -> dict[str, Any]:
-        return {_STREAM_KEYS_V1[event.__class__]: self.dump(event)}
+        return {member_v1(event): self.dump(event)}
 
     def load_stream_event(self, obj: Any) -> StreamEvent:
-        member = None
-        if obj.__class__ is dict:
-            for key in obj:  # normally exactly one key
-                if key in _STREAM_MEMBERS_V1:
-                    if member is not None:
-                        member = None
-                        break
-                    member = key
-        if member is None:
-            raise ProtocolError(
-                "invalid A2A 1.0 StreamResponse",
-                details=["expected exactly one of task, message, statusUpdate, artifactUpdate @ $"],
-            )
-        return self.load(obj[member], _STREAM_MEMBERS_V1[member], path=f"$.{member}")
+        member, cls = stream_v1(obj)
+        return self.load(obj[member], cls, path=f"$.{member}")
 
 
 class _CodecV03(Codec):
@@ -485,41 +357,13 @@ class _CodecV03(Codec):
         return self._dump_dict(result)
 
     def load_send_result(self, obj: Any) -> SendResult:
-        cls = _kind_of(obj)
-        if cls is Task:
-            return self.load(obj, Task)
-        if cls is Message:
-            return self.load(obj, Message)
-        raise ProtocolError(
-            "invalid A2A 0.3 send result", details=['expected kind "task" or "message" @ $.kind']
-        )
+        return self.load(obj, send_result_class_v03(obj))
 
     def dump_stream_event(self, event: StreamEvent) -> dict[str, Any]:
         return self._dump_dict(event)
 
     def load_stream_event(self, obj: Any) -> StreamEvent:
-        cls = _kind_of(obj)
-        if cls is None:
-            raise ProtocolError(
-                "invalid A2A 0.3 stream event",
-                details=["expected kind task, message, status-update or artifact-update @ $.kind"],
-            )
-        return self.load(obj, cls)
-
-
-def _kind_of(obj: Any) -> type[StreamEvent] | None:
-    """The 0.3 class an object's ``kind`` names (inferred from members when untagged)."""
-    if obj.__class__ is not dict:
-        return None
-    kind = obj.get("kind")
-    if kind is not None:
-        return _KINDS_V03.get(kind) if kind.__class__ is str else None
-    # Untagged objects are not 0.3-conformant but come from hand-written agents.
-    if "artifact" in obj:
-        return TaskArtifactUpdateEvent
-    if "status" in obj:
-        return TaskStatusUpdateEvent if "taskId" in obj else Task
-    return Message if "messageId" in obj else None
+        return self.load(obj, stream_class_v03(obj))
 
 
 #: The A2A 1.0 codec (ProtoJSON).

@@ -2,7 +2,7 @@
 strict scalar loaders, enum tables, RFC 3339 timestamps and standard base64.
 
 Nothing here knows a model class: it is the first link of the codec chain
-(primitives -> card hooks -> converters -> codec -> card codec).
+(primitives -> part, card and 0.3 hooks -> converters -> codec -> card codec).
 """
 
 from __future__ import annotations

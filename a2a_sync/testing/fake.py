@@ -26,9 +26,10 @@ protocol are the real ones; only the agent's behaviour is scripted.
 
 from __future__ import annotations
 
+import difflib
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 import attrs
@@ -80,24 +81,98 @@ def _state(value: TaskState | str) -> TaskState:
         raise ConfigurationError(f"unknown task state {value!r}") from exc
 
 
+def _chunks(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+def _hold(value: bool | float) -> float:
+    return DEFAULT_HOLD_TIMEOUT if value is True else float(value)
+
+
 @attrs.frozen(kw_only=True)
 class Script:
-    """What :class:`FakeAgent` does with a message (built by :meth:`FakeAgent.on`).
+    """What :class:`FakeAgent` does with a message: the value :meth:`FakeAgent.on` builds
+    from its keywords (or takes as is). Immutable; derive variants with :meth:`evolve`.
 
     In order: ``run`` (if given, nothing else), else raise ``error``, else ``reply``, else
     ``working``, each chunk of the artifact after ``delay`` seconds, wait while ``hold``,
     then the final ``state`` with ``message``. ``{text}`` in ``reply``, ``chunks`` and
     ``message`` is replaced by the user's text.
+
+    Args:
+        reply: Answer with this direct message instead of a task.
+        chunks: The task's artifact in chunks, streamed one by one.
+        state: The task's final state (``"completed"``, ``"failed"``,
+            ``"input_required"`` ...).
+        message: The agent's message with the final state (a failure's reason, say).
+        error: Raise this from the agent (an :class:`~a2a_sync.errors.RPCError` reaches
+            the client with its code; anything else as an internal error).
+        delay: Seconds before each chunk.
+        hold: Before the final state, wait for :meth:`FakeAgent.release` (or
+            cancellation); ``True`` waits up to :data:`DEFAULT_HOLD_TIMEOUT`, a number
+            that long.
+        run: ``execute(context, updater)`` of your own (nothing else may be given).
+
+    Raises:
+        ConfigurationError: Conflicting behaviour, a negative delay, an unknown state.
     """
 
     reply: str | None = None
-    chunks: tuple[str, ...] = ()
+    chunks: tuple[str, ...] = attrs.field(default=(), converter=_chunks)
     state: TaskState = attrs.field(default=TaskState.completed, converter=_state)
     message: str | None = None
     error: Exception | None = None
     delay: float = 0.0
-    hold: float = 0.0
+    hold: float = attrs.field(default=0.0, converter=_hold)
     run: ExecuteFunction | None = None
+
+    def __attrs_post_init__(self) -> None:
+        exclusive = {
+            "run": self.run is not None,
+            "error": self.error is not None,
+            "reply": self.reply is not None,
+        }
+        chosen = [name for name, given in exclusive.items() if given]
+        shaping = bool(self.chunks) or self.message is not None or bool(self.hold)
+        if len(chosen) > 1 or (chosen and (shaping or self.delay > 0)):
+            raise ConfigurationError(
+                f"{' and '.join(chosen) or 'this'} cannot be combined with other behaviour"
+            )
+        if self.delay < 0:
+            raise ConfigurationError("delay must be >= 0")
+
+    def evolve(self, **changes: Any) -> Script:
+        """A copy with ``changes``: attributes of this class by name, and two shorthands,
+        ``artifact="text"`` (one chunk) and ``ask="question"`` (``state="input_required",
+        message=ask``).
+
+        Raises:
+            ConfigurationError: An unknown name (the message names the closest), both a
+                shorthand and what it stands for, or a script that conflicts.
+        """
+        for name in changes:
+            if name not in _NAMES:
+                close = difflib.get_close_matches(name, sorted(_NAMES), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ConfigurationError(
+                    f"unknown FakeAgent.on option {name!r}{hint}; the options are: "
+                    f"{', '.join(sorted(_NAMES))}"
+                )
+        artifact = changes.pop("artifact", None)
+        if artifact is not None:
+            if changes.get("chunks"):
+                raise ConfigurationError("give artifact or chunks, not both")
+            changes["chunks"] = (artifact,)
+        ask = changes.pop("ask", None)
+        if ask is not None:
+            if changes.get("message") is not None:
+                raise ConfigurationError("give ask or message, not both")
+            changes.update(state=TaskState.input_required, message=ask)
+        return attrs.evolve(self, **changes) if changes else self
+
+
+_NAMES: Final = frozenset(a.name for a in attrs.fields(Script)) | {"artifact", "ask"}
+_DEFAULT_SCRIPT: Final = Script()
 
 
 @attrs.define
@@ -135,76 +210,24 @@ class FakeAgent(AgentExecutor):
 
     # -- scripting -----------------------------------------------------------------------------
 
-    def on(  # noqa: PLR0913 - a rule is its keywords (reply, state, ask...); a value would only move them
-        self,
-        match: Match,
-        *,
-        reply: str | None = None,
-        artifact: str | None = None,
-        chunks: Sequence[str] = (),
-        state: TaskState | str = TaskState.completed,
-        message: str | None = None,
-        ask: str | None = None,
-        error: Exception | None = None,
-        delay: float = 0.0,
-        hold: bool | float = False,
-        run: ExecuteFunction | None = None,
-    ) -> FakeAgent:
+    def on(self, match: Match, script: Script | None = None, /, **behaviour: Any) -> FakeAgent:
         """Add a rule; returns the agent, so rules chain.
 
         Args:
             match: The message text (exact), a compiled pattern (``search``), a predicate,
                 or ``None`` for every message.
-            reply: Answer with this direct message instead of a task.
-            artifact: The task's artifact text (one chunk).
-            chunks: The artifact in chunks, streamed one by one.
-            state: The task's final state (``"completed"``, ``"failed"``,
-                ``"input_required"`` ...).
-            message: The agent's message with the final state (a failure's reason, say).
-            ask: Shorthand for ``state="input_required", message=ask``.
-            error: Raise this from the agent (an :class:`~a2a_sync.errors.RPCError`
-                reaches the client with its code; anything else as an internal error).
-            delay: Seconds before each chunk.
-            hold: Before the final state, wait for :meth:`release` (or cancellation);
-                ``True`` waits up to :data:`DEFAULT_HOLD_TIMEOUT`, a number that long.
-            run: ``execute(context, updater)`` of your own (nothing else may be given).
+            script: What to do, as a :class:`Script` value (default: complete the task).
+            **behaviour: :class:`Script` attributes by name, applied onto ``script``
+                (``reply=``, ``chunks=``, ``state=``, ``message=``, ``error=``, ``delay=``,
+                ``hold=``, ``run=``), and the shorthands ``artifact="text"`` (one chunk)
+                and ``ask="question"`` (``state="input_required", message=ask``).
 
         Raises:
-            ConfigurationError: Conflicting options.
+            ConfigurationError: An unknown option, or conflicting ones.
         """
-        if artifact is not None:
-            if chunks:
-                raise ConfigurationError("give artifact or chunks, not both")
-            chunks = (artifact,)
-        if ask is not None:
-            if message is not None:
-                raise ConfigurationError("give ask or message, not both")
-            state, message = TaskState.input_required, ask
-        exclusive = {
-            "run": run is not None,
-            "error": error is not None,
-            "reply": reply is not None,
-        }
-        chosen = [name for name, given in exclusive.items() if given]
-        task_shaping = bool(chunks) or message is not None or bool(hold) or delay > 0
-        if len(chosen) > 1 or (chosen and task_shaping):
-            raise ConfigurationError(
-                f"{' and '.join(chosen) or 'this'} cannot be combined with other behaviour"
-            )
-        if delay < 0:
-            raise ConfigurationError("delay must be >= 0")
-        script = Script(
-            reply=reply,
-            chunks=tuple(chunks),
-            state=state,
-            message=message,
-            error=error,
-            delay=delay,
-            hold=DEFAULT_HOLD_TIMEOUT if hold is True else float(hold),
-            run=run,
-        )
+        resolved = (script or _DEFAULT_SCRIPT).evolve(**behaviour)
         with self._cond:
-            self._rules.append((match, script))
+            self._rules.append((match, resolved))
         return self
 
     def release(self) -> None:

@@ -10,12 +10,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +21,8 @@ import pytest
 from a2a_sync import A2AClient
 from a2a_sync.testing import FakeAgent, agent_server, mcp_server_command, recorded_messages
 from a2a_sync.types import Task
+from tests.support.polling import wait_until
+from tests.support.ports import refused_url
 from tests.support.processes import alive, descendants
 
 CLI = [sys.executable, "-m", "a2a_sync.cli"]
@@ -119,14 +119,6 @@ def running() -> Iterator[list[Running]]:
         command.kill()
 
 
-def wait_until(condition: Callable[[], bool], what: str) -> None:
-    """Poll ``condition()`` (a file another process writes) for up to WAIT seconds."""
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
 @pytest.fixture(scope="module")
 def agent() -> FakeAgent:
     return (
@@ -149,12 +141,6 @@ def url(agent: FakeAgent) -> Iterator[str]:
 def mcp() -> list[str]:
     """``--stdio`` and the scripted MCP server's argv."""
     return ["--stdio", *mcp_server_command(MCP_SCRIPT)]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # --- A2A -----------------------------------------------------------------------------------------
@@ -229,13 +215,13 @@ def test_usage_errors_exit_2(url: str, mcp: list[str]) -> None:
 
 
 def test_an_agent_that_is_not_there_exits_3_with_one_line() -> None:
-    done = run("card", f"http://127.0.0.1:{free_port()}", "--timeout", "5")
+    done = run("card", refused_url(""), "--timeout", "5")
     assert done.returncode == 3
     one_error_line(done, "ConnectError")
 
 
 def test_debug_shows_the_traceback_instead() -> None:
-    done = run("card", f"http://127.0.0.1:{free_port()}", "--timeout", "5", "--debug")
+    done = run("card", refused_url(""), "--timeout", "5", "--debug")
     assert done.returncode != 0
     assert "Traceback (most recent call last)" in done.stderr
     assert "ConnectError" in done.stderr
@@ -357,7 +343,7 @@ def test_ctrl_c_during_an_mcp_call_exits_130_and_reaps_the_server(
     def calling() -> bool:
         return any(m.get("method") == "tools/call" for m in recorded_messages(record))
 
-    wait_until(calling, "the tool call to reach the server")
+    wait_until(calling, "the tool call to reach the server", WAIT)
     children = descendants(cli.proc.pid)
     assert children  # the MCP server
     returncode, stderr = cli.stop(signal.SIGINT)

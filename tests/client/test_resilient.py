@@ -103,6 +103,7 @@ from a2a_sync.types import (
 )
 from tests.support.faultproxy import FaultProxy
 from tests.support.fixtures import FaultProxyFactory, ScriptedServerFactory
+from tests.support.ports import refused_url
 from tests.support.servers import (
     RecordedRequest,
     close_connection,
@@ -483,14 +484,6 @@ def test_retry_after_beyond_the_cap_names_the_budget(
 
 
 # -- L4: fallback agents --------------------------------------------------------------------------
-
-
-def refused_url() -> str:
-    """A loopback URL nothing listens on: connecting is refused at once."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/"
 
 
 def test_falls_back_when_the_primary_refuses_connections(

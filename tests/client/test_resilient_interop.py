@@ -34,9 +34,10 @@ from a2a_sync.types import Message, Role, Task, TaskState
 from tests.peers.fixtures import AgentProcess
 from tests.support.faultproxy import FaultProxy
 from tests.support.fixtures import FaultProxyFactory
+from tests.support.ports import refused_url
 
 from .conftest import PEER_TIMEOUT
-from .test_resilient import Sleeps, delivered_text, fold, refused_url
+from .test_resilient import Sleeps, delivered_text, fold
 
 pytestmark = pytest.mark.peer
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -33,6 +32,7 @@ from a2a_sync.mcp import MCPConnection
 from tests.auth.oauth.conftest import Approve, authorization_server, make_oauth
 from tests.auth.oauth.test_mcp_peer import START_TIMEOUT, Verifier
 from tests.support.oauth_server import AuthorizationServerFixture, Client
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.peer
 __all__ = ["authorization_server", "make_oauth"]  # used as fixtures here
@@ -101,11 +101,11 @@ def serve_mcp(
         )
         thread.start()
         running.append((runner, thread, sock))
-        deadline = time.monotonic() + START_TIMEOUT
-        while not runner.started:  # uvicorn offers no event; poll with a bound
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            assert thread.is_alive(), "uvicorn exited"
-            time.sleep(0.02)
+        # uvicorn offers no event: poll, bounded
+        wait_until(
+            lambda: runner.started or not thread.is_alive(), "uvicorn to start", START_TIMEOUT
+        )
+        assert runner.started, "uvicorn exited"
         return url, verifier
 
     yield serve

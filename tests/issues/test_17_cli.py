@@ -20,6 +20,7 @@ import pytest
 from a2a_sync import A2AClient
 from a2a_sync.testing import FakeAgent, agent_server
 from a2a_sync.types import Task
+from tests.support.polling import wait_until
 
 CLI = [sys.executable, "-m", "a2a_sync.cli"]
 RUN_TIMEOUT = 30.0
@@ -176,10 +177,8 @@ def test_task_watch_replays_what_the_task_has_then_follows(url: str, agent: Fake
     with A2AClient.from_url(url) as client:
         task = client.send_message("hold", return_immediately=True)
         assert isinstance(task, Task)
-        deadline = time.monotonic() + WAIT
-        while "started" not in client.get_task(task.id).text:  # produced before we attach
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        # produced before we attach
+        wait_until(lambda: "started" in client.get_task(task.id).text, "the first chunk", WAIT)
     proc = subprocess.Popen(
         [*CLI, "task", "watch", url, task.id],
         stdin=subprocess.DEVNULL,

@@ -17,6 +17,7 @@ from a2a_sync import A2AClient
 from a2a_sync.errors import ConfigurationError, ConnectError, ConnectTimeout, TaskNotFound
 from a2a_sync.policies import RetryPolicy, Timeout
 from a2a_sync.testing import FakeAgent, agent_server
+from tests.support.ports import refused_port
 
 RUN_TIMEOUT = 30.0
 
@@ -29,9 +30,7 @@ def url() -> Iterator[str]:
 
 @pytest.fixture
 def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])  # nothing listens once the socket is closed
+    return refused_port()  # bound and never listening: connecting is refused
 
 
 def test_a_url_without_scheme_suggests_http() -> None:

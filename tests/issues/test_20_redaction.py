@@ -13,7 +13,7 @@ import logging
 import socket
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -31,6 +31,7 @@ from a2a_sync.errors import (
     ResponseTooLarge,
 )
 from a2a_sync.policies import RetryPolicy
+from tests.support.ports import refused_url
 from tests.support.servers import (
     RecordedRequest,
     ScriptedServer,
@@ -88,12 +89,9 @@ def _debug_logs(caplog: pytest.LogCaptureFixture) -> None:
 
 
 @pytest.fixture
-def refused_port() -> Iterator[str]:
+def refused_port() -> str:
     """A bound, never-listening port: connecting is refused, and no other test can take it."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    sock.close()
+    return refused_url("")
 
 
 def _answer_500(sock: socket.socket, request: RecordedRequest) -> None:

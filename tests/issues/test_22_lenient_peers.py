@@ -38,7 +38,6 @@ from tests.client.test_resilient import (
     chunk,
     chunks_artifact,
     delivered_text,
-    refused_url,
     resilient,
     resilient_through,
     status,
@@ -46,6 +45,7 @@ from tests.client.test_resilient import (
     task_,
 )
 from tests.support.fixtures import FaultProxyFactory, ScriptedServerFactory
+from tests.support.ports import refused_url
 from tests.support.servers import RecordedRequest, respond_json, write_chunk, write_head
 
 

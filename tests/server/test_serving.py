@@ -11,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from a2a_sync.server.push import PushSender
 from a2a_sync.server.serving import RunningServer, serve_in_thread
 from tests.server.agents import WAIT, EchoAgent, card
 from tests.server.webhook import WebhookReceiver, receiver
+from tests.support.polling import wait_until
 from tests.support.ports import SERVE_URL_LINE
 
 hook = pytest.fixture(receiver)
@@ -63,15 +63,6 @@ def post(url: str, body: dict[str, Any], **kwargs: Any) -> requests.Response:
 
 def server_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith(("waitress", "a2a-sync"))]
-
-
-def wait_until(predicate: Any, timeout: float = WAIT) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
 
 
 class Handshake(AgentExecutor):
@@ -144,8 +135,8 @@ def test_a_disconnected_client_is_noticed_and_unsubscribed_while_the_task_runs_o
         broker = app.handler.store._broker
         assert broker.subscriber_count(task_id) == 1
         sock.close()  # the client goes away; the next heartbeat write notices
-        assert wait_until(lambda: broker.subscriber_count(task_id) == 0)
-        assert wait_until(lambda: app.active_streams == 0)
+        wait_until(lambda: broker.subscriber_count(task_id) == 0, "the subscriber to go")
+        wait_until(lambda: app.active_streams == 0, "the stream to end")
         agent.release.set()
         state = ""
 
@@ -157,7 +148,7 @@ def test_a_disconnected_client_is_noticed_and_unsubscribed_while_the_task_runs_o
             state = got.json()["result"]["status"]["state"]
             return state == "TASK_STATE_COMPLETED"
 
-        assert wait_until(finished), state
+        wait_until(finished, "the held task to complete")
 
 
 def test_stream_cap_answers_503_while_unary_calls_still_get_a_thread() -> None:
@@ -214,7 +205,7 @@ def test_graceful_stop_ends_streams_and_lets_unary_calls_finish() -> None:
         target=lambda: unary_result.append(post(url, send_body("wait", message_id="u")))
     )
     unary.start()
-    assert wait_until(lambda: agent.calls == 2)
+    wait_until(lambda: agent.calls == 2, "both calls to reach the agent")
     stopped: list[bool] = []
     stopper = threading.Thread(target=lambda: stopped.append(server.stop(WAIT)))
     stopper.start()
@@ -315,7 +306,7 @@ def _reported_url(process: subprocess.Popen[bytes], log: Path) -> str:
             found.append(match.group(1))
         return bool(found) or process.poll() is not None
 
-    assert wait_until(reported, 30), "serve did not report its URL"
+    wait_until(reported, "serve to report its URL", 30)
     assert found, f"serve exited with {process.returncode}: {_tail(log)}"
     return found[0]
 
@@ -329,12 +320,12 @@ def test_serve_stops_on_sigterm_and_a_restart_keeps_finished_tasks(tmp_path: Pat
     log = tmp_path / "serve.err"
     process, url = _start_serve(database, log)
     try:
-        assert wait_until(lambda: _up(url), 20)
+        wait_until(lambda: _up(url), f"{url} to answer", 20)
         task = post(url, send_body("hello")).json()["result"]["task"]
         process.send_signal(signal.SIGTERM)
         assert process.wait(20) == 0, _tail(log)
         process, url = _start_serve(database, log)
-        assert wait_until(lambda: _up(url), 20)
+        wait_until(lambda: _up(url), f"{url} to answer", 20)
         got = post(
             url, {"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task["id"]}}
         )

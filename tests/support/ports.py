@@ -9,6 +9,9 @@ which another process on a busy machine takes the port. Instead:
 * A server that binds by itself starts on port 0 and reports the port it got: a2a_sync's
   ``serve`` logs its URL (:data:`SERVE_URL_LINE`), and any Node.js server prints it when
   started with :func:`node_port_reporter` (:data:`NODE_PORT_LINE`).
+* A port that refuses connections (:func:`refused_port`) is held by a socket bound to it
+  that never listens: connecting is refused at once, and nothing else can take the port
+  (binding it and closing the socket again would leave it free for anyone).
 * PostgreSQL can do neither (no port 0, no inherited socket): :func:`probe_port` names a
   port that was free a moment ago, and the caller must retry when the server reports
   that the address is in use (``tests/support/postgres.py`` does).
@@ -16,6 +19,7 @@ which another process on a busy machine takes the port. Instead:
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import socket
@@ -28,6 +32,8 @@ __all__ = [
     "listening_socket",
     "node_port_reporter",
     "probe_port",
+    "refused_port",
+    "refused_url",
 ]
 
 #: Connections the kernel queues for a listening socket before the server accepts.
@@ -85,3 +91,23 @@ def probe_port(host: str = "127.0.0.1") -> int:
         probe.bind((host, 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+@functools.cache
+def _refusing_socket(host: str) -> socket.socket:
+    # Held for the whole run (one per host): bound, never listening.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind((host, 0))
+    return sock
+
+
+def refused_port(host: str = "127.0.0.1") -> int:
+    """A port where connecting is refused at once, for the rest of the run (a socket is
+    bound to it and never listens, so no other server can take it meanwhile)."""
+    port: int = _refusing_socket(host).getsockname()[1]
+    return port
+
+
+def refused_url(path: str = "/", host: str = "127.0.0.1") -> str:
+    """``http://host:port/path`` on :func:`refused_port`."""
+    return f"http://{host}:{refused_port(host)}{path}"

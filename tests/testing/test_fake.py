@@ -12,7 +12,7 @@ import pytest
 from a2a_sync import A2AClient
 from a2a_sync.errors import ConfigurationError, InvalidParams
 from a2a_sync.server.executor import RequestContext, TaskUpdater
-from a2a_sync.testing import FakeAgent, agent_server
+from a2a_sync.testing import DEFAULT_HOLD_TIMEOUT, FakeAgent, Script, agent_server
 from a2a_sync.types import Message, Task, TaskArtifactUpdateEvent, TaskState
 
 WAIT = 5.0
@@ -154,7 +154,35 @@ def test_leaving_agent_server_interrupts_held_runs_at_once() -> None:
 )
 def test_conflicting_options_are_refused(options: dict[str, object]) -> None:
     with pytest.raises(ConfigurationError):
-        FakeAgent().on("x", **options)  # type: ignore[arg-type]
+        FakeAgent().on("x", **options)
+
+
+def test_a_script_value_is_a_rule_and_keywords_apply_onto_it(
+    agent: FakeAgent, client: A2AClient
+) -> None:
+    failing = Script(state="failed", message="cannot {text}")
+    agent.on("fly", failing).on("swim", failing, message="no water for {text}")
+    flown, swum = client.send_message("fly"), client.send_message("swim")
+    assert isinstance(flown, Task)
+    assert isinstance(swum, Task)
+    assert (flown.state, flown.text) == (TaskState.failed, "cannot fly")
+    assert (swum.state, swum.text) == (TaskState.failed, "no water for swim")
+    assert failing.message == "cannot {text}"  # the value itself is unchanged
+
+
+def test_the_shorthands_expand_into_the_script() -> None:
+    assert Script().evolve(artifact="a") == Script(chunks=("a",))
+    assert Script().evolve(ask="Which city?") == Script(
+        state=TaskState.input_required, message="Which city?"
+    )
+    assert Script(hold=True).hold == DEFAULT_HOLD_TIMEOUT
+
+
+def test_an_unknown_option_is_refused_naming_the_closest() -> None:
+    with pytest.raises(ConfigurationError, match="did you mean 'reply'"):
+        FakeAgent().on("x", replay="hi")
+    with pytest.raises(ConfigurationError, match="error and reply cannot be combined"):
+        Script(reply="x", error=InvalidParams("e"))
 
 
 def test_the_card_is_the_fake_agents_own(client: A2AClient) -> None:

@@ -22,7 +22,8 @@ from typing import Any, Final
 import attrs
 
 from ..._net.http import HTTPTransport
-from ...errors import AuthorizationError, ConfigurationError, InsufficientScope
+from ...errors import AuthorizationError, ConfigurationError
+from .binding import Binding, bearer_header, step_up_scopes, union_scopes
 from .challenge import BearerChallenge, parse_bearer_challenge
 from .discovery import (
     AuthorizationServer,
@@ -36,7 +37,7 @@ from .grants import finish_authorization, request_token, revoke_token, start_aut
 from .handlers import default_handler
 from .options import DEFAULT_LEEWAY, DEFAULT_TIMEOUT, Grants, OAuthOptions, resolve_oauth_options
 from .registration import ClientChoice, check_metadata_document_url
-from .tokens import ClientInfo, Grant, GrantKey, MemoryTokenStore, Token, TokenStore
+from .tokens import Grant, GrantKey, MemoryTokenStore, Token, TokenStore
 from .urls import canonical_resource, check_endpoint, origin, token_destination
 
 __all__ = ["DEFAULT_LEEWAY", "DEFAULT_TIMEOUT", "OAuth", "OAuthOptions"]
@@ -45,25 +46,6 @@ logger = logging.getLogger(__name__)
 
 #: Refusals of one request after which we stop (stored token, fresh token, give up).
 MAX_ATTEMPTS: Final = 3
-
-
-@attrs.define
-class _Binding:
-    """What we know about one protected origin."""
-
-    resource: ProtectedResource
-    server: AuthorizationServer
-    client: ClientInfo
-    key: GrantKey
-    scopes: tuple[str, ...]
-    token: Token | None = None
-    fresh: bool = False  # the token came from the token endpoint during this challenge
-    #: The token a step-up obtained and the scopes it asked for.
-    step_up: tuple[Token, tuple[str, ...]] | None = None
-
-
-def _union(*groups: Sequence[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(scope for group in groups for scope in group))
 
 
 class OAuth:
@@ -122,7 +104,7 @@ class OAuth:
         self._clock = opts.clock
         self._http = HTTPTransport(timeout=opts.timeout)
         self._lock = threading.RLock()
-        self._bindings: dict[str, _Binding] = {}
+        self._bindings: dict[str, Binding] = {}
         self._hints: dict[str, tuple[tuple[str, ...], str | None]] = {}
 
     # --- the transport hook --------------------------------------------------------------------
@@ -149,7 +131,7 @@ class OAuth:
         parsed = parse_bearer_challenge(challenge)
         with self._lock:
             binding = self._bindings.get(origin(url))
-            current = _header(binding)
+            current = bearer_header(binding)
             if current is not None and sent != current:
                 return attempt <= MAX_ATTEMPTS  # another thread renewed meanwhile
             if status == 403:
@@ -216,7 +198,7 @@ class OAuth:
     # --- internals -----------------------------------------------------------------------------
 
     def _unauthorized(
-        self, url: str, binding: _Binding | None, parsed: BearerChallenge | None, attempt: int
+        self, url: str, binding: Binding | None, parsed: BearerChallenge | None, attempt: int
     ) -> bool:
         if not token_destination(url)[1]:
             raise AuthorizationError(
@@ -251,36 +233,19 @@ class OAuth:
             if binding.token is not None:
                 return True  # a stored token: try it
         if parsed is not None and parsed.scope:
-            binding.scopes = _union(self.scopes, parsed.scope)
+            binding.scopes = union_scopes(self.scopes, parsed.scope)
         self._obtain(binding)
         return True
 
     def _step_up(
         self,
         url: str,
-        binding: _Binding | None,
+        binding: Binding | None,
         parsed: BearerChallenge | None,
     ) -> bool:
         if binding is None or parsed is None or not parsed.insufficient_scope:
             return False
-        # MCP 2026-07-28: the union of what was asked before and what is challenged for.
-        wanted = _union(binding.scopes, parsed.scope or binding.resource.scopes_supported)
-        token = binding.token
-        granted = token.scope if token is not None and token.scope else binding.scopes
-        stepped = binding.step_up
-        if (token is not None and set(wanted) <= set(token.scope)) or (
-            stepped is not None and stepped[0] is token and set(wanted) <= set(stepped[1])
-        ):
-            # The token has (or a step-up already asked for) every scope wanted: another
-            # login would not help.
-            raise InsufficientScope(
-                f"{canonical_resource(url)} refuses with insufficient_scope although the "
-                f"token was issued for {list(granted)} (wanted {list(wanted)})"
-                + (f": {parsed.error_description}" if parsed.error_description else "")
-                + "; the authorization server did not grant the scopes the operation needs, "
-                "ask its operator",
-                scopes=wanted,
-            )
+        wanted = step_up_scopes(url, binding, parsed)
         logger.info("%s needs more scopes; re-authorizing for %s", binding.key.resource, wanted)
         binding.scopes = wanted
         self._obtain(binding)
@@ -315,13 +280,13 @@ class OAuth:
     def _key(self, server: AuthorizationServer, resource: ProtectedResource) -> GrantKey:
         return GrantKey(server.issuer, resource.resource, self._registration.label)
 
-    def _discover(self, url: str, parsed: BearerChallenge | None) -> _Binding:
+    def _discover(self, url: str, parsed: BearerChallenge | None) -> Binding:
         resource, server, key = self._locate(url, parsed)
         stored = self.store.load(key)
         client = self._registration.choose(self._http, server, stored, self.timeout)
-        scopes = _union(self.scopes, parsed.scope if parsed is not None else ())
+        scopes = union_scopes(self.scopes, parsed.scope if parsed is not None else ())
         hinted = self._hints.get(origin(url), ((), None))[0]
-        binding = _Binding(
+        binding = Binding(
             resource=resource,
             server=server,
             client=client,
@@ -333,12 +298,12 @@ class OAuth:
         logger.info("%s is protected by %s", resource.resource, server.issuer)
         return binding
 
-    def _keep(self, binding: _Binding, token: Token) -> None:
+    def _keep(self, binding: Binding, token: Token) -> None:
         binding.token = token
         binding.fresh = True
         self.store.save(binding.key, Grant(token, self._registration.kept(binding.client)))
 
-    def _token(self, binding: _Binding, grant_type: str, step: str, **params: str) -> Token:
+    def _token(self, binding: Binding, grant_type: str, step: str, **params: str) -> Token:
         return request_token(
             self._http,
             binding.server,
@@ -351,7 +316,7 @@ class OAuth:
             params={"resource": binding.resource.resource, **params},
         )
 
-    def _obtain(self, binding: _Binding) -> None:
+    def _obtain(self, binding: Binding) -> None:
         scope = " ".join(binding.scopes)
         if self.grant == "client_credentials":
             self._keep(binding, self._token(binding, "client_credentials", "token", scope=scope))
@@ -389,7 +354,7 @@ class OAuth:
         )
         self._keep(binding, token)
 
-    def _refresh(self, binding: _Binding) -> bool:
+    def _refresh(self, binding: Binding) -> bool:
         """Use the refresh token; False (and the token dropped) when it was refused."""
         token = binding.token
         assert token is not None
@@ -406,7 +371,7 @@ class OAuth:
         self._keep(binding, new)
         return True
 
-    def _renew(self, binding: _Binding) -> None:
+    def _renew(self, binding: Binding) -> None:
         """Before use: refresh an expiring token, or fetch a new client-credentials one;
         else drop it (the next 401 starts the flow)."""
         token = binding.token
@@ -417,9 +382,3 @@ class OAuth:
             self._obtain(binding)
             return
         binding.token = None
-
-
-def _header(binding: _Binding | None) -> str | None:
-    if binding is None or binding.token is None:
-        return None
-    return f"Bearer {binding.token.access_token}"

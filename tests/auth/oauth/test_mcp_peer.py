@@ -9,7 +9,6 @@ import io
 import json
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from a2a_sync.errors import AuthorizationError
 from a2a_sync.mcp import MCPConnection
 from tests.auth.oauth.conftest import Approve
 from tests.support.oauth_server import AuthorizationServerFixture, Client
+from tests.support.polling import wait_until
 
 pytestmark = pytest.mark.peer
 
@@ -99,11 +99,9 @@ def protected_mcp(
         target=runner.run, kwargs={"sockets": [sock]}, name="a2a-sync-test-mcp-oauth", daemon=True
     )
     thread.start()
-    deadline = time.monotonic() + START_TIMEOUT
-    while not runner.started:  # uvicorn offers no event; poll with a bound
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        assert thread.is_alive(), "uvicorn exited"
-        time.sleep(0.02)
+    # uvicorn offers no event: poll, bounded
+    wait_until(lambda: runner.started or not thread.is_alive(), "uvicorn to start", START_TIMEOUT)
+    assert runner.started, "uvicorn exited"
     try:
         yield url, verifier
     finally:

@@ -11,7 +11,6 @@ import contextlib
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from a2a_sync.server.serving import open_task_store
 from a2a_sync.server.stores import SQLiteTaskStore
 from a2a_sync.types import ListTasksParams, PushNotificationConfig, TaskState, TaskStatusUpdateEvent
 from tests.server.stores.test_stores import WAIT, chunk, new_task, run_events, status
+from tests.support.polling import wait_until
 from tests.support.postgres import import_psycopg
 
 psycopg = import_psycopg()  # without the postgres extra: skipped (a failure under CI=true)
@@ -52,14 +52,6 @@ def collect(sub: Any, count: int) -> list[int]:
         assert batch, f"only {got} arrived"
         got += [seq for seq, _ in batch]
     return got
-
-
-def eventually(check: Callable[[], bool], timeout: float = WAIT) -> None:
-    """Poll ``check`` (a cross-process effect with no local event to wait on)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
 
 
 def test_events_appended_on_one_worker_reach_a_subscriber_on_another_in_order(
@@ -285,9 +277,9 @@ def test_a_push_config_change_on_one_worker_reaches_the_cache_of_another(
         PushNotificationConfig(url="https://hooks.example/a", id="c1", task_id="t1"),
         revision="1.0",
     )
-    eventually(lambda: [c.config.id for c in a.list_push_configs("t1")] == ["c1"])
+    wait_until(lambda: [c.config.id for c in a.list_push_configs("t1")] == ["c1"], "c1 alone")
     assert b.delete_push_config("t1", "c1")
-    eventually(lambda: a.list_push_configs("t1") == [])
+    wait_until(lambda: a.list_push_configs("t1") == [], "no push config")
 
 
 def test_a_subscriber_gets_what_was_appended_while_its_listener_reconnected(
@@ -305,7 +297,7 @@ def test_a_subscriber_gets_what_was_appended_while_its_listener_reconnected(
             ).fetchall()
 
         killed: list[tuple[Any, ...]] = []
-        eventually(lambda: bool(killed.extend(kill()) or killed))
+        wait_until(lambda: bool(killed.extend(kill()) or killed), "a connection to kill")
         assert killed == [(True,)]
         for i in range(5):
             a.append_event("t1", chunk("t1", str(i), append=i > 0))
