@@ -7,7 +7,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._net.http import HTTPTransport
 from .._redact import redact_url
 from ..a2a.codec import codec_for
 from ..a2a.methods import REVISIONS, Operation, Revision
@@ -135,7 +134,7 @@ class A2AClient(TaskOperations):
         transport = opts.transport
         self._owns_transport = transport is None
         if transport is None:
-            transport = HTTPTransport(timeout=opts.timeout, retry=opts.retry, verify=opts.verify)
+            transport = opts.http_transport()
         self._transport = transport
         default_timeout = (
             transport.timeout if opts.timeout is None else Timeout.coerce(opts.timeout)
@@ -200,7 +199,7 @@ class A2AClient(TaskOperations):
         transport = opts.transport
         owns = transport is None
         if transport is None:
-            transport = HTTPTransport(timeout=opts.timeout, retry=opts.retry, verify=opts.verify)
+            transport = opts.http_transport()
         try:
             fetched = fetch_card(
                 transport,
