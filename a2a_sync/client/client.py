@@ -127,7 +127,7 @@ class A2AClient(TaskOperations):
                 f"trusted_origins=[{self._endpoint_origin!r}] if that host is really yours."
             )
         if self._credentials is not None:
-            self._credentials.use_card(url, self._card)  # OAuth: the card's scopes, AS
+            self._credentials.use_card(self._endpoint_origin, self._card)  # OAuth: scopes, AS
         fixed_headers = static_headers(revision, opts.extensions, opts.headers)
         # Everything that can refuse the arguments ran above: only now open a pool, so a
         # refused client leaves no connection pool behind.
