@@ -252,6 +252,53 @@ def ours_client(
     return send, events, client
 
 
+def raw_client(port: int) -> tuple[Callable[[int], int], Callable[[int], int], Any]:
+    """The floor: a bare grpcio channel sending one pre-built protobuf request (no
+    conversion, no a2a_sync): what any client on grpcio's sync API pays at least. The
+    answers are parsed (``FromString``), as every client must."""
+    import grpc
+
+    from a2a_sync.a2a.grpc.messages import message_class
+
+    # The channel options of a2a_sync's client that change CPU (streams read on the
+    # calling thread), so the floor is the same grpcio configuration.
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=[("SingleThreadedUnaryStream", 1)])
+    response, event = message_class("SendMessageResponse"), message_class("StreamResponse")
+    send_call = channel.unary_unary(
+        "/lf.a2a.v1.A2AService/SendMessage",
+        request_serializer=lambda m: m.SerializeToString(),
+        response_deserializer=response.FromString,
+    )
+    stream_call = channel.unary_stream(
+        "/lf.a2a.v1.A2AService/SendStreamingMessage",
+        request_serializer=lambda m: m.SerializeToString(),
+        response_deserializer=event.FromString,
+    )
+
+    def request(text: str) -> Any:
+        message = message_class("SendMessageRequest")()
+        message.message.message_id = uuid.uuid4().hex
+        message.message.role = 1
+        message.message.parts.add().text = text
+        return message
+
+    hi, chunks = request("hi"), request(f"chunks {CHUNKS}")  # the server does not dedupe
+    assert send_call(hi, timeout=30, metadata=_METADATA).task.status.state == 3
+
+    def send(n: int) -> int:
+        for _ in range(n):
+            send_call(hi, timeout=30, metadata=_METADATA)
+        return n
+
+    def events(n: int) -> int:
+        done = 0
+        while done < n:
+            done += sum(1 for _ in stream_call(chunks, timeout=60, metadata=_METADATA))
+        return done
+
+    return send, events, channel
+
+
 def sdk_client(port: int) -> tuple[Callable[[int], int], Callable[[int], int], Any]:
     import grpc.aio
     from a2a.client import ClientConfig, create_client
@@ -379,13 +426,16 @@ def client_table(rest: list[str]) -> None:
     server, port = _spawn("ours")
     ours_send, ours_events, ours = ours_client(port)
     _, inline_events, inline = ours_client(port, threaded=False)
+    raw_send, raw_events, raw = raw_client(port)
     sdk_send, sdk_events, sdk_close = sdk_client(port)
     try:
         run_cli(
             [
                 Variant("sdk-send", sdk_send),
+                Variant("raw-send", raw_send, baseline="sdk-send"),
                 Variant("ours-send", ours_send, baseline="sdk-send"),
                 Variant("sdk-event", sdk_events, baseline="sdk-send"),
+                Variant("raw-event", raw_events, baseline="sdk-event"),
                 Variant("ours-event", ours_events, baseline="sdk-event"),
                 Variant("ours-event-inline", inline_events, baseline="sdk-event"),
             ],
@@ -397,6 +447,7 @@ def client_table(rest: list[str]) -> None:
     finally:
         ours.close()
         inline.close()
+        raw.close()
         sdk_close()
         _stop(server)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final
 
@@ -212,23 +213,13 @@ class GRPCTransport:
         """
         method = method_for(operation)
         request = to_message(method.request, self._params(params), method.name)
-        budget = _deadline(Timeout.coerce(self.timeout if timeout is None else timeout))
-        attempts = Attempts(
-            policy=self._policy(),
-            resend_safe=idempotent or operation in IDEMPOTENT,
-            budget=budget,
-            wait=self.sleep or self.channel.wait,
-        )
-
-        def send(metadata: tuple[tuple[str, str], ...], deadline: float | None) -> Any:
-            return self.channel.callable(method)(request, timeout=deadline, metadata=metadata)
-
+        budget = _deadline(self.timeout if timeout is None else Timeout.coerce(timeout))
+        start = time.monotonic()
+        sent = self._metadata(card)
         try:
-            answer = attempts.run(
-                send, lambda: self._metadata(card), AuthRetry(self.credentials, self.target.origin)
-            )
+            answer = self.channel.callable(method)(request, timeout=budget, metadata=sent)
         except grpc.RpcError as exc:
-            raise self._error(exc, method, budget) from exc
+            answer = self._recover(exc, sent, method, request, budget, start, card, idempotent)
         if operation is Operation.DELETE_PUSH_CONFIG:
             return None  # google.protobuf.Empty
         return from_message(answer)
@@ -266,6 +257,35 @@ class GRPCTransport:
         return payload
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _recover(
+        self,
+        failure: grpc.RpcError,
+        sent: tuple[tuple[str, str], ...],
+        method: Method,
+        request: Any,
+        budget: float | None,
+        start: float,
+        card: AgentCard | None,
+        idempotent: bool,
+    ) -> Any:
+        """The further attempts of a unary call whose first attempt failed (retries,
+        authorization; :mod:`.grpc_retry`), or its translated error."""
+        attempts = Attempts(
+            policy=self._policy(),
+            resend_safe=idempotent or method.operation in IDEMPOTENT,
+            budget=budget,
+            wait=self.sleep or self.channel.wait,
+        )
+
+        def send(metadata: tuple[tuple[str, str], ...], deadline: float | None) -> Any:
+            return self.channel.callable(method)(request, timeout=deadline, metadata=metadata)
+
+        auth = AuthRetry(self.credentials, self.target.origin)
+        try:
+            return attempts.recover(failure, sent, send, lambda: self._metadata(card), auth, start)
+        except grpc.RpcError as exc:
+            raise self._error(exc, method, budget) from exc
 
     def _policy(self) -> RetryPolicy:
         if self.retry is not None:

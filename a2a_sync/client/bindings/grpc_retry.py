@@ -106,26 +106,49 @@ class Attempts:
             grpc.RpcError: The last attempt's failure (the caller translates it).
         """
         start = self.clock()
+        sent = metadata()
+        try:
+            return send(sent, self.budget)
+        except grpc.RpcError as exc:
+            return self.recover(exc, sent, send, metadata, auth, start)
+
+    def recover(
+        self,
+        failure: grpc.RpcError,
+        sent: Metadata,
+        send: Callable[[Metadata, float | None], Any],
+        metadata: Callable[[], Metadata],
+        auth: AuthRetry,
+        start: float,
+    ) -> Any:
+        """After the first attempt (started at ``start``, with ``sent``) failed with
+        ``failure``: the further attempts (the first one costs nothing extra here).
+
+        Raises:
+            grpc.RpcError: The last attempt's failure.
+        """
         failures = 0
         while True:
-            sent = metadata()
-            left = self._left(start)
-            try:
-                return send(sent, left)
-            except grpc.RpcError as exc:
-                code = status_name(exc)
-                if code in _AUTH_STATUS and auth.again(
-                    _AUTH_STATUS[code], _present(_trailer(exc, _CHALLENGE)), _sent_auth(sent)
-                ):
-                    continue
-                if not self._retryable(code, exc) or failures >= self.policy.max_retries:
-                    raise
+            code = status_name(failure)
+            if not (
+                code in _AUTH_STATUS
+                and auth.again(
+                    _AUTH_STATUS[code], _present(_trailer(failure, _CHALLENGE)), _sent_auth(sent)
+                )
+            ):
+                if not self._retryable(code, failure) or failures >= self.policy.max_retries:
+                    raise failure
                 failures += 1
-                delay = self._delay(failures, exc)
+                delay = self._delay(failures, failure)
                 left = self._left(start)
                 if delay is None or (left is not None and delay >= left):
-                    raise
+                    raise failure
                 self.wait(delay)
+            sent = metadata()
+            try:
+                return send(sent, self._left(start))
+            except grpc.RpcError as exc:
+                failure = exc
 
     def _retryable(self, code: str, exc: grpc.RpcError) -> bool:
         return code == "UNAVAILABLE" and (self.resend_safe or never_connected(exc))
