@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.harness import Variant, run_cli
+from benchmarks.harness import Variant, run_cli, summarize
 
 CHUNKS = 100
 
@@ -429,7 +429,7 @@ def client_table(rest: list[str]) -> None:
     raw_send, raw_events, raw = raw_client(port)
     sdk_send, sdk_events, sdk_close = sdk_client(port)
     try:
-        run_cli(
+        results = run_cli(
             [
                 Variant("sdk-send", sdk_send),
                 Variant("raw-send", raw_send, baseline="sdk-send"),
@@ -444,12 +444,29 @@ def client_table(rest: list[str]) -> None:
             title="A2A gRPC client CPU: a2a_sync (grpcio sync) vs a2a-sdk (grpc.aio)",
             argv=rest,
         )
+        if "--json" not in rest:
+            print(floor_report(results))
     finally:
         ours.close()
         inline.close()
         raw.close()
         sdk_close()
         _stop(server)
+
+
+def floor_report(results: list[Any]) -> str:
+    """What grpcio's sync API alone costs against a2a-sdk (the floor of any client on it),
+    and how far above that floor a2a_sync's client is (medians of paired ratios)."""
+    x = {str(s["name"]): s["x_cpu"] for s in summarize(results)}
+    lines = ["floor (raw grpcio sync client, same server) vs a2a-sdk; target 0.5x:"]
+    for kind, ours in (("send", ("ours-send",)), ("event", ("ours-event", "ours-event-inline"))):
+        floor = x.get(f"raw-{kind}")
+        if floor is None:
+            continue
+        verdict = "reachable" if floor <= 0.5 else "NOT reachable on grpcio's sync API"
+        mine = ", ".join(f"{name} {x[name]:.2f}x" for name in ours if x.get(name) is not None)
+        lines.append(f"  per {kind}: floor {floor:.2f}x ({verdict}); {mine}")
+    return "\n".join(lines)
 
 
 def main() -> None:
