@@ -71,7 +71,7 @@ def grpc_agent(authorization_server: AuthorizationServerFixture) -> Iterator[GRP
         verifier,
         resource=origin,
         required_scopes=["read"],
-        operation_scopes={"send_message": ["write"]},
+        operation_scopes={"send_message": ["write"], "send_streaming_message": ["write"]},
     )
     interface = AgentInterface(
         url=f"127.0.0.1:{port}", protocol_binding="GRPC", protocol_version="1.0"
@@ -156,3 +156,28 @@ def test_other_credentials_are_refreshed_once_after_unauthenticated(
             other.get_task("missing")
     assert refused.value.status_code == 401
     assert never.refreshed == 1  # once, not in a loop
+
+
+@pytest.mark.parametrize("threaded", [True, False])
+def test_a_stream_refused_for_its_credentials_is_opened_again(
+    authorization_server: AuthorizationServerFixture,
+    grpc_agent: GRPCAgent,
+    make_oauth: Callable[..., OAuth],
+    threaded: bool,
+) -> None:
+    """The first call of the client is a stream: UNAUTHENTICATED (login for "read"), then
+    PERMISSION_DENIED (step-up to "write"), then the stream's events."""
+    approve = Approve(authorization_server)
+    oauth = make_oauth(handler=approve)
+    with (
+        A2AClient.from_card(
+            grpc_agent.card, bindings=["GRPC"], auth=oauth, timeout=30, threaded_streams=threaded
+        ) as client,
+        client.stream_message("hello") as stream,
+    ):
+        events = list(stream)
+    assert events
+    assert stream.task is not None
+    assert stream.task.text == "echo: hello"
+    scopes = [u.split("scope=")[1].split("&")[0] for u in approve.urls]
+    assert scopes == ["read", "read+write"]

@@ -55,7 +55,7 @@ from ...errors import (
 )
 from ...policies import RetryPolicy, Timeout
 from ..auth import AuthRetry, OriginBoundCredentials
-from .grpc_retry import Attempts, never_connected, status_name
+from .grpc_retry import Attempts, StreamOpener, never_connected, status_name
 from .grpc_stream import GRPCEventStream
 from .grpc_target import GRPCTarget, parse_grpc_url
 from .grpc_tls import channel_credentials
@@ -237,14 +237,20 @@ class GRPCTransport:
 
         ``reconnect`` is not used: a dropped stream raises :class:`StreamInterrupted` and
         the resilient client resubscribes. Errors of the call (an A2A refusal too) are
-        raised by the first read.
+        raised by the first read; a refusal for the credentials (before any event) is
+        answered by the credential and the call opened again, as for unary calls.
         """
         del timeout, reconnect  # streams have no deadline; the idle timeout bounds silence
         method = method_for(operation)
         request = to_message(method.request, self._params(params), method.name)
-        call = self.channel.callable(method)(request, metadata=self._metadata(card))
+        opener = StreamOpener(
+            lambda metadata: self.channel.callable(method)(request, metadata=metadata),
+            lambda: self._metadata(card),
+            AuthRetry(self.credentials, self.target.origin),
+        )
         stream = GRPCEventStream(
-            call,
+            opener.open(),
+            reopen=opener.reopen,
             threaded=self.threaded_streams,
             idle_timeout=self.stream_idle_timeout,
             error=lambda exc: self._error(exc, method, None, streaming=True),

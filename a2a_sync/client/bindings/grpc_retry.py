@@ -31,7 +31,7 @@ import grpc
 from ...policies import RetryPolicy
 from ..auth import AuthRetry
 
-__all__ = ["Attempts", "never_connected", "status_name"]
+__all__ = ["Attempts", "StreamOpener", "authorized_again", "never_connected", "status_name"]
 
 Metadata = tuple[tuple[str, str], ...]
 
@@ -56,6 +56,44 @@ def _trailer(exc: grpc.RpcError, key: str) -> str | None:
         if name == key and isinstance(value, str):
             return value
     return None
+
+
+def authorized_again(auth: AuthRetry, failure: grpc.RpcError, sent: Metadata) -> bool:
+    """After UNAUTHENTICATED / PERMISSION_DENIED: True when the credential has new
+    metadata to send the call with (the 401 / 403 of :class:`AuthRetry`)."""
+    status = _AUTH_STATUS.get(status_name(failure))
+    if status is None:
+        return False
+    return auth.again(status, _present(_trailer(failure, _CHALLENGE)), _sent_auth(sent))
+
+
+class StreamOpener:
+    """Opens one server-streaming call, and opens it again when the agent refused it for
+    its credentials and the credential answered (login, step-up, refresh). Streams are
+    not retried for anything else: the resilient client resubscribes."""
+
+    def __init__(
+        self, start: Callable[[Metadata], Any], metadata: Callable[[], Metadata], auth: AuthRetry
+    ) -> None:
+        self._start = start
+        self._metadata = metadata
+        self._auth = auth
+        self._sent: Metadata = ()
+
+    def open(self) -> Any:
+        """Start the call with the current metadata."""
+        self._sent = self._metadata()
+        return self._start(self._sent)
+
+    def reopen(self, failure: grpc.RpcError) -> Any | None:
+        """A new call after ``failure`` ended the call before any event, else ``None``.
+
+        Raises:
+            AuthorizationError: The OAuth credential gave up.
+        """
+        if not authorized_again(self._auth, failure, self._sent):
+            return None
+        return self.open()
 
 
 def _present(challenge: str | None) -> dict[str, str]:
@@ -130,12 +168,7 @@ class Attempts:
         failures = 0
         while True:
             code = status_name(failure)
-            if not (
-                code in _AUTH_STATUS
-                and auth.again(
-                    _AUTH_STATUS[code], _present(_trailer(failure, _CHALLENGE)), _sent_auth(sent)
-                )
-            ):
+            if not authorized_again(auth, failure, sent):
                 if not self._retryable(code, failure) or failures >= self.policy.max_retries:
                     raise failure
                 failures += 1
