@@ -14,9 +14,10 @@ ErrorInfo reason of the ``grpc-status-details-bin`` trailer (the one error table
 DEADLINE_EXCEEDED as :class:`DeadlineExceeded`, UNAVAILABLE as :class:`ConnectError`
 when no connection was made, else as :class:`ConnectionLost` (the agent may have acted;
 mid-stream: :class:`StreamInterrupted`, which the resilient client resumes by
-resubscribing); safe retries are :mod:`.grpc_retry`'s, UNAUTHENTICATED / PERMISSION_DENIED /
-RESOURCE_EXHAUSTED as :class:`HTTPStatusError` 401 / 403 / 429 (what the same refusal is
-over HTTP), a call cut by :meth:`close` as :class:`Cancelled`.
+resubscribing), UNAUTHENTICATED / PERMISSION_DENIED / RESOURCE_EXHAUSTED as
+:class:`HTTPStatusError` 401 / 403 / 429 (what the same refusal is over HTTP), a call cut
+by :meth:`close` as :class:`Cancelled`. Before a failure is raised, the retries that are
+safe and the credential's answer to a refusal run (:mod:`.grpc_retry`).
 
 **Threads:** one channel per client (HTTP/2, multiplexed), created on first use and
 shared by :meth:`with_defaults` copies; :meth:`close` cancels calls in flight. Each
