@@ -269,3 +269,35 @@ class _in_thread:
         assert not self.thread.is_alive()
         if self.error is not None:
             raise self.error
+
+
+class PushedBack(Unavailable):
+    def __init__(self, millis: str) -> None:
+        self.millis = millis
+
+    def trailing_metadata(self) -> tuple[tuple[str, str], ...]:
+        return (("grpc-retry-pushback-ms", self.millis),)
+
+
+@pytest.mark.parametrize(("millis", "waits"), [("250", [0.25]), ("90000", []), ("soon", [0.5])])
+def test_the_servers_pushback_replaces_the_backoff_within_retry_after_max(
+    millis: str, waits: list[float]
+) -> None:
+    """``grpc-retry-pushback-ms`` is gRPC's Retry-After: honoured up to the policy's
+    ``retry_after_max`` (60 s; longer fails the call now); malformed: the backoff."""
+    delays: list[float] = []
+    answers: list[Any] = [PushedBack(millis), "answer"]
+
+    def send(metadata: Any, deadline: float | None) -> Any:
+        answer = answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    attempts = Attempts(policy=POLICY, resend_safe=True, budget=None, wait=delays.append)
+    if waits:
+        assert attempts.run(send, lambda: (), AuthRetry(None, "http://127.0.0.1:1")) == "answer"
+    else:
+        with pytest.raises(PushedBack):
+            attempts.run(send, lambda: (), AuthRetry(None, "http://127.0.0.1:1"))
+    assert delays == waits
