@@ -35,7 +35,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.harness import Variant, run_cli
+from benchmarks.harness import Variant, run_cli, summarize
 from benchmarks.processes import report_ready, spawn_server
 
 CHUNKS = 100
@@ -252,6 +252,53 @@ def ours_client(
     return send, events, client
 
 
+def raw_client(port: int) -> tuple[Callable[[int], int], Callable[[int], int], Any]:
+    """The floor: a bare grpcio channel sending one pre-built protobuf request (no
+    conversion, no a2a_sync): what any client on grpcio's sync API pays at least. The
+    answers are parsed (``FromString``), as every client must."""
+    import grpc
+
+    from a2a_sync.a2a.grpc.messages import message_class
+
+    # The channel options of a2a_sync's client that change CPU (streams read on the
+    # calling thread), so the floor is the same grpcio configuration.
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=[("SingleThreadedUnaryStream", 1)])
+    response, event = message_class("SendMessageResponse"), message_class("StreamResponse")
+    send_call = channel.unary_unary(
+        "/lf.a2a.v1.A2AService/SendMessage",
+        request_serializer=lambda m: m.SerializeToString(),
+        response_deserializer=response.FromString,
+    )
+    stream_call = channel.unary_stream(
+        "/lf.a2a.v1.A2AService/SendStreamingMessage",
+        request_serializer=lambda m: m.SerializeToString(),
+        response_deserializer=event.FromString,
+    )
+
+    def request(text: str) -> Any:
+        message = message_class("SendMessageRequest")()
+        message.message.message_id = uuid.uuid4().hex
+        message.message.role = 1
+        message.message.parts.add().text = text
+        return message
+
+    hi, chunks = request("hi"), request(f"chunks {CHUNKS}")  # the server does not dedupe
+    assert send_call(hi, timeout=30, metadata=_METADATA).task.status.state == 3
+
+    def send(n: int) -> int:
+        for _ in range(n):
+            send_call(hi, timeout=30, metadata=_METADATA)
+        return n
+
+    def events(n: int) -> int:
+        done = 0
+        while done < n:
+            done += sum(1 for _ in stream_call(chunks, timeout=60, metadata=_METADATA))
+        return done
+
+    return send, events, channel
+
+
 def sdk_client(port: int) -> tuple[Callable[[int], int], Callable[[int], int], Any]:
     import grpc.aio
     from a2a.client import ClientConfig, create_client
@@ -358,13 +405,16 @@ def client_table(rest: list[str]) -> None:
     server, port = _spawn("ours")
     ours_send, ours_events, ours = ours_client(port)
     _, inline_events, inline = ours_client(port, threaded=False)
+    raw_send, raw_events, raw = raw_client(port)
     sdk_send, sdk_events, sdk_close = sdk_client(port)
     try:
-        run_cli(
+        results = run_cli(
             [
                 Variant("sdk-send", sdk_send),
+                Variant("raw-send", raw_send, baseline="sdk-send"),
                 Variant("ours-send", ours_send, baseline="sdk-send"),
                 Variant("sdk-event", sdk_events, baseline="sdk-send"),
+                Variant("raw-event", raw_events, baseline="sdk-event"),
                 Variant("ours-event", ours_events, baseline="sdk-event"),
                 Variant("ours-event-inline", inline_events, baseline="sdk-event"),
             ],
@@ -373,11 +423,29 @@ def client_table(rest: list[str]) -> None:
             title="A2A gRPC client CPU: a2a_sync (grpcio sync) vs a2a-sdk (grpc.aio)",
             argv=rest,
         )
+        if "--json" not in rest:
+            print(floor_report(results))
     finally:
         ours.close()
         inline.close()
+        raw.close()
         sdk_close()
         _stop(server)
+
+
+def floor_report(results: list[Any]) -> str:
+    """What grpcio's sync API alone costs against a2a-sdk (the floor of any client on it),
+    and how far above that floor a2a_sync's client is (medians of paired ratios)."""
+    x = {str(s["name"]): s["x_cpu"] for s in summarize(results)}
+    lines = ["floor (raw grpcio sync client, same server) vs a2a-sdk; target 0.5x:"]
+    for kind, ours in (("send", ("ours-send",)), ("event", ("ours-event", "ours-event-inline"))):
+        floor = x.get(f"raw-{kind}")
+        if floor is None:
+            continue
+        verdict = "reachable" if floor <= 0.5 else "NOT reachable on grpcio's sync API"
+        mine = ", ".join(f"{name} {x[name]:.2f}x" for name in ours if x.get(name) is not None)
+        lines.append(f"  per {kind}: floor {floor:.2f}x ({verdict}); {mine}")
+    return "\n".join(lines)
 
 
 def main() -> None:

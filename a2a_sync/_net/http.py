@@ -158,6 +158,12 @@ class HTTPTransport:
     # -- public --------------------------------------------------------------------------
 
     @property
+    def tls(self) -> tuple[bool | str, str | tuple[str, str] | None]:
+        """``(verify, cert)`` as resolved here (the environment's CA bundle included), for
+        bindings that open their own TLS connections (gRPC)."""
+        return self._verify, self._cert
+
+    @property
     def session(self) -> requests.Session:
         """The underlying session (for cookies or extra adapters; do not mount over
         ``http://``/``https://``, that would remove the retry and cancellation layer)."""

@@ -7,7 +7,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._net.http import HTTPTransport
 from .._redact import redact_url
 from ..a2a.codec import codec_for
 from ..a2a.methods import REVISIONS, Operation, Revision
@@ -128,14 +127,14 @@ class A2AClient(TaskOperations):
                 f"trusted_origins=[{self._endpoint_origin!r}] if that host is really yours."
             )
         if self._credentials is not None:
-            self._credentials.use_card(url, self._card)  # OAuth: the card's scopes, AS
+            self._credentials.use_card(self._endpoint_origin, self._card)  # OAuth: scopes, AS
         fixed_headers = static_headers(revision, opts.extensions, opts.headers)
         # Everything that can refuse the arguments ran above: only now open a pool, so a
         # refused client leaves no connection pool behind.
         transport = opts.transport
         self._owns_transport = transport is None
         if transport is None:
-            transport = HTTPTransport(timeout=opts.timeout, retry=opts.retry, verify=opts.verify)
+            transport = opts.http_transport()
         self._transport = transport
         default_timeout = (
             transport.timeout if opts.timeout is None else Timeout.coerce(opts.timeout)
@@ -200,7 +199,7 @@ class A2AClient(TaskOperations):
         transport = opts.transport
         owns = transport is None
         if transport is None:
-            transport = HTTPTransport(timeout=opts.timeout, retry=opts.retry, verify=opts.verify)
+            transport = opts.http_transport()
         try:
             fetched = fetch_card(
                 transport,

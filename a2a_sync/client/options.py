@@ -55,7 +55,10 @@ class ClientOptions:
             way ``TaskStream.close`` works from any thread.
         transport: An :class:`HTTPTransport` to share (then ``verify``, ``retry`` and
             ``timeout`` defaults come from it and ``close`` leaves it open).
-        verify: TLS verification, as in requests.
+        verify: TLS verification, as in requests (``True``, ``False`` or a CA bundle
+            path); the gRPC binding uses it too (its roots; ``False`` is refused there).
+        cert: Client certificate for mutual TLS, as in requests: one PEM file with the
+            certificate and key, or a ``(cert, key)`` pair of paths (HTTP and gRPC).
     """
 
     credentials: Credentials | ChallengeAuth | None = None
@@ -69,6 +72,13 @@ class ClientOptions:
     threaded_streams: bool = True
     transport: HTTPTransport | None = None
     verify: bool | str = True
+    cert: str | tuple[str, str] | None = None
+
+    def http_transport(self) -> HTTPTransport:
+        """A new :class:`HTTPTransport` with these timeout, retry and TLS settings."""
+        return HTTPTransport(
+            timeout=self.timeout, retry=self.retry, verify=self.verify, cert=self.cert
+        )
 
     def evolve(self, **changes: Any) -> ClientOptions:
         """A copy with ``changes`` (names of this class's attributes).

@@ -241,3 +241,37 @@ def test_an_unknown_enum_number_is_kept_as_a_number() -> None:
 
     message = message_class("Message")(role=7)
     assert protojson.to_dict(message) == json_format.MessageToDict(message) == {"role": 7}
+
+
+@pytest.mark.parametrize(
+    ("seconds", "nanos"),
+    [
+        (0, 0),
+        (1_767_322_895, 0),
+        (1_767_322_895, 123_000_000),
+        (1_767_322_895, 123_456_000),
+        (1_767_322_895, 123_456_789),
+        (-1, 1),
+        (-86_401, 999_999_999),
+        (-62_135_596_800, 0),  # 0001-01-01
+        (253_402_300_799, 999_000_000),  # 9999-12-31
+    ],
+)
+def test_timestamps_are_written_as_json_format_writes_them(seconds: int, nanos: int) -> None:
+    """The fast path for Timestamp fields (issue 19, client CPU) against json_format."""
+    from google.protobuf import json_format
+
+    from a2a_sync.a2a.grpc import protojson
+
+    status = message_class("TaskStatus")(state=3)
+    status.timestamp.seconds, status.timestamp.nanos = seconds, nanos
+    assert protojson.to_dict(status) == json_format.MessageToDict(status)
+
+
+def test_an_out_of_range_timestamp_fails_as_in_json_format() -> None:
+    from a2a_sync.a2a.grpc import protojson
+
+    status = message_class("TaskStatus")(state=3)
+    status.timestamp.seconds = 10**12
+    with pytest.raises(ValueError, match="Timestamp"):
+        protojson.to_dict(status)

@@ -14,6 +14,8 @@ Errors: :func:`parse` raises :class:`ProtoJSONError` (a ValueError) naming the f
 from __future__ import annotations
 
 import base64
+import datetime
+from collections.abc import Callable
 from functools import cache
 from typing import Any, Final
 
@@ -53,6 +55,10 @@ _INT32: Final = frozenset(
         FieldDescriptor.TYPE_SFIXED32,
     }
 )
+
+
+#: Scalar kinds whose ProtoJSON form differs from the Python value.
+_CONVERTED: Final = frozenset({FieldDescriptor.TYPE_ENUM, FieldDescriptor.TYPE_BYTES} | _INT64)
 
 
 class ProtoJSONError(ValueError):
@@ -195,24 +201,75 @@ def _scalar(field: FieldDescriptor, value: Any) -> Any:
 def to_dict(message: Message) -> Any:
     """The ProtoJSON form of ``message`` (lowerCamelCase names, enums by name, 64-bit
     integers as strings, unset fields left out), as ``json_format.MessageToDict``."""
-    if message.DESCRIPTOR.full_name in _WKT:
+    plan = _plan(message.DESCRIPTOR)
+    if plan is None:
         return json_format.MessageToDict(message)
-    return {field.json_name: _value(field, value) for field, value in message.ListFields()}
+    out = {}
+    for field, value in message.ListFields():
+        name, convert = plan[field.number]
+        out[name] = value if convert is None else convert(value)
+    return out
 
 
-def _value(field: FieldDescriptor, value: Any) -> Any:
+_Convert = Callable[[Any], Any] | None
+
+
+@cache
+def _plan(descriptor: Descriptor) -> dict[int, tuple[str, _Convert]] | None:
+    """How each field of a message type is written (``None`` for a well-known type,
+    which ``json_format`` writes): its JSON name and converter (``None``: as is).
+    Built once per type, so a message costs one dict lookup per set field."""
+    if descriptor.full_name in _WKT:
+        return None
+    return {field.number: (field.json_name, _converter(field)) for field in descriptor.fields}
+
+
+def _converter(field: FieldDescriptor) -> _Convert:
     if field.message_type is not None:
         if _is_map(field):
             entry = field.message_type.fields_by_name["value"]
             if entry.message_type is not None:
-                return {key: to_dict(item) for key, item in value.items()}
-            return {key: _scalar_out(entry, item) for key, item in value.items()}
+                item = _message_writer(entry.message_type)
+                return lambda value: {key: item(v) for key, v in value.items()}
+            return lambda value: {key: _scalar_out(entry, v) for key, v in value.items()}
+        item = _message_writer(field.message_type)
         if _repeated(field):
-            return [to_dict(item) for item in value]
-        return to_dict(value)
+            return lambda value: [item(v) for v in value]
+        return item
+    if field.type not in _CONVERTED:
+        return None  # strings, bools, 32-bit integers, floats: as they are
     if _repeated(field):
-        return [_scalar_out(field, item) for item in value]
-    return _scalar_out(field, value)
+        return lambda value: [_scalar_out(field, v) for v in value]
+    return lambda value: _scalar_out(field, value)
+
+
+def _message_writer(descriptor: Descriptor) -> Callable[[Message], Any]:
+    if descriptor.full_name == "google.protobuf.Timestamp":
+        return _timestamp
+    return to_dict
+
+
+_EPOCH: Final = datetime.datetime(1970, 1, 1)
+_DAY: Final = 86_400
+_MIN_SECONDS: Final = -62_135_596_800  # 0001-01-01T00:00:00Z
+_MAX_SECONDS: Final = 253_402_300_799  # 9999-12-31T23:59:59Z
+
+
+def _timestamp(message: Any) -> str:
+    """RFC 3339 text of a Timestamp, as ``Timestamp.ToJsonString`` writes it (0, 3, 6
+    or 9 fractional digits)."""
+    nanos, seconds = message.nanos, message.seconds
+    if not (_MIN_SECONDS <= seconds <= _MAX_SECONDS and 0 <= nanos < 1_000_000_000):
+        return str(message.ToJsonString())  # raises its ValueError for the invalid value
+    in_day = seconds % _DAY
+    text = (_EPOCH + datetime.timedelta((seconds - in_day) // _DAY, in_day)).isoformat()
+    if nanos == 0:
+        return text + "Z"
+    if nanos % 1_000_000 == 0:
+        return f"{text}.{nanos // 1_000_000:03d}Z"
+    if nanos % 1_000 == 0:
+        return f"{text}.{nanos // 1_000:06d}Z"
+    return f"{text}.{nanos:09d}Z"
 
 
 def _scalar_out(field: FieldDescriptor, value: Any) -> Any:

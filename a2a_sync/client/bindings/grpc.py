@@ -12,10 +12,12 @@ read). Streams have none; a stream silent for ``stream_idle_timeout`` is cancell
 Errors are the same :mod:`a2a_sync.errors` types as over HTTP: an A2A error by the
 ErrorInfo reason of the ``grpc-status-details-bin`` trailer (the one error table),
 DEADLINE_EXCEEDED as :class:`DeadlineExceeded`, UNAVAILABLE as :class:`ConnectError`
-(gRPC's "safe to retry"; mid-stream: :class:`StreamInterrupted`, which the resilient
-client resumes by resubscribing), UNAUTHENTICATED / PERMISSION_DENIED /
-RESOURCE_EXHAUSTED as :class:`HTTPStatusError` 401 / 403 / 429 (what the same refusal is
-over HTTP), a call cut by :meth:`close` as :class:`Cancelled`.
+when no connection was made, else as :class:`ConnectionLost` (the agent may have acted;
+mid-stream: :class:`StreamInterrupted`, which the resilient client resumes by
+resubscribing), UNAUTHENTICATED / PERMISSION_DENIED / RESOURCE_EXHAUSTED as
+:class:`HTTPStatusError` 401 / 403 / 429 (what the same refusal is over HTTP), a call cut
+by :meth:`close` as :class:`Cancelled`. Before a failure is raised, the retries that are
+safe and the credential's answer to a refusal run (:mod:`.grpc_retry`).
 
 **Threads:** one channel per client (HTTP/2, multiplexed), created on first use and
 shared by :meth:`with_defaults` copies; :meth:`close` cancels calls in flight. Each
@@ -28,7 +30,8 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Collection, Mapping
+import time
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Final
 
 import attrs
@@ -37,13 +40,14 @@ import grpc
 from ..._net.http import HTTPTransport
 from ...a2a.grpc.convert import STATUS_DETAILS_KEY, error_from_grpc, from_message, to_message
 from ...a2a.grpc.messages import Method, method_for
-from ...a2a.methods import Operation, Revision
+from ...a2a.methods import IDEMPOTENT, Operation, Revision
 from ...a2a.types import AgentCard
 from ...errors import (
     A2ASyncError,
     Cancelled,
     ConfigurationError,
     ConnectError,
+    ConnectionLost,
     DeadlineExceeded,
     HTTPStatusError,
     MethodNotFound,
@@ -51,9 +55,11 @@ from ...errors import (
     StreamInterrupted,
 )
 from ...policies import RetryPolicy, Timeout
-from ..auth import OriginBoundCredentials
+from ..auth import AuthRetry, OriginBoundCredentials
+from .grpc_retry import Attempts, StreamOpener, never_connected, status_name
 from .grpc_stream import GRPCEventStream
 from .grpc_target import GRPCTarget, parse_grpc_url
+from .grpc_tls import channel_credentials
 from .jsonrpc import TimeoutArg
 
 __all__ = ["GRPCEventStream", "GRPCTransport"]
@@ -66,14 +72,23 @@ _HTTP_OF: Final = {"UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403, "RESOURCE_E
 
 
 class _Channel:
-    """The client's one channel: opened on first use, closed once (cancelling calls)."""
+    """The client's one channel: opened on first use, closed once (cancelling calls and
+    waits between retries)."""
 
-    def __init__(self, target: GRPCTarget) -> None:
+    def __init__(
+        self, target: GRPCTarget, tls: tuple[bool | str, str | tuple[str, str] | None]
+    ) -> None:
         self._target = target
+        self._tls = tls
         self._lock = threading.Lock()
         self._channel: grpc.Channel | None = None
         self._closed = False
+        self._closed_event = threading.Event()
         self._callables: dict[str, Any] = {}
+
+    def wait(self, seconds: float) -> bool:
+        """Wait ``seconds``; True (early) when the channel was closed meanwhile."""
+        return self._closed_event.wait(seconds)
 
     def callable(self, method: Method) -> Any:
         with self._lock:
@@ -96,8 +111,10 @@ class _Channel:
                     ("grpc.max_reconnect_backoff_ms", 2000),
                 ]
                 if self._target.secure:
+                    verify, cert = self._tls
+                    credentials = channel_credentials(verify, cert, target=self._target.target)
                     self._channel = grpc.secure_channel(
-                        self._target.target, grpc.ssl_channel_credentials(), options=options
+                        self._target.target, credentials, options=options
                     )
                 else:
                     self._channel = grpc.insecure_channel(self._target.target, options=options)
@@ -114,6 +131,7 @@ class _Channel:
         with self._lock:
             channel, self._channel, self._closed = self._channel, None, True
             self._callables.clear()
+        self._closed_event.set()
         if channel is not None:
             channel.close()
 
@@ -124,8 +142,10 @@ class GRPCTransport:
 
     Same arguments as :class:`~a2a_sync.client.bindings.jsonrpc.JSONRPCTransport`;
     ``url`` is the interface's ``host:port`` (see
-    :func:`~a2a_sync.client.bindings.grpc_target.parse_grpc_url` for TLS), ``http`` is
-    unused, ``tenant`` fills every request's ``tenant`` field.
+    :func:`~a2a_sync.client.bindings.grpc_target.parse_grpc_url` for TLS); of ``http``
+    only its TLS settings (``verify``, ``cert``) and default ``retry`` are used;
+    ``tenant`` fills every request's ``tenant`` field; ``sleep`` replaces the wait
+    between retries (tests).
 
     Raises:
         ConfigurationError: ``revision`` is not 1.0, or the URL is no gRPC address.
@@ -141,6 +161,7 @@ class GRPCTransport:
     tenant: str | None
     stream_idle_timeout: float | None
     threaded_streams: bool
+    sleep: Callable[[float], object] | None = attrs.field(default=None, repr=False)
     target: GRPCTarget = attrs.field(init=False)
     channel: _Channel = attrs.field(init=False, repr=False)
     ids: Any = attrs.field(factory=lambda: itertools.count(1).__next__, repr=False)
@@ -153,7 +174,8 @@ class GRPCTransport:
             )
         target = parse_grpc_url(self.url)
         object.__setattr__(self, "target", target)
-        object.__setattr__(self, "channel", _Channel(target))
+        tls = self.http.tls if self.http is not None else (True, None)
+        object.__setattr__(self, "channel", _Channel(target, tls))
 
     def with_defaults(
         self, *, timeout: TimeoutArg = None, retry: RetryPolicy | None = None
@@ -182,7 +204,9 @@ class GRPCTransport:
     ) -> Any:
         """Send one unary call and return the answer's ProtoJSON dict.
 
-        UNAUTHENTICATED is answered once by refreshing the credentials and sending again.
+        Retries what is safe under the retry policy and answers UNAUTHENTICATED /
+        PERMISSION_DENIED through the credential (:mod:`.grpc_retry`); the timeout bounds
+        the whole call.
 
         Raises:
             RPCError: The agent answered with an A2A error (typed by its reason).
@@ -190,26 +214,16 @@ class GRPCTransport:
         """
         method = method_for(operation)
         request = to_message(method.request, self._params(params), method.name)
-        deadline = _deadline(Timeout.coerce(self.timeout if timeout is None else timeout))
-        retried_auth = False
-        while True:
-            try:
-                answer = self.channel.callable(method)(
-                    request, timeout=deadline, metadata=self._metadata(card)
-                )
-            except grpc.RpcError as exc:
-                if (
-                    _code(exc) == "UNAUTHENTICATED"
-                    and not retried_auth
-                    and self.credentials is not None
-                    and self.credentials.refresh()
-                ):
-                    retried_auth = True
-                    continue
-                raise self._error(exc, method, deadline) from exc
-            if operation is Operation.DELETE_PUSH_CONFIG:
-                return None  # google.protobuf.Empty
-            return from_message(answer)
+        budget = _deadline(self.timeout if timeout is None else Timeout.coerce(timeout))
+        start = time.monotonic()
+        sent = self._metadata(card)
+        try:
+            answer = self.channel.callable(method)(request, timeout=budget, metadata=sent)
+        except grpc.RpcError as exc:
+            answer = self._recover(exc, sent, method, request, budget, start, card, idempotent)
+        if operation is Operation.DELETE_PUSH_CONFIG:
+            return None  # google.protobuf.Empty
+        return from_message(answer)
 
     def open_stream(
         self,
@@ -224,14 +238,20 @@ class GRPCTransport:
 
         ``reconnect`` is not used: a dropped stream raises :class:`StreamInterrupted` and
         the resilient client resubscribes. Errors of the call (an A2A refusal too) are
-        raised by the first read.
+        raised by the first read; a refusal for the credentials (before any event) is
+        answered by the credential and the call opened again, as for unary calls.
         """
         del timeout, reconnect  # streams have no deadline; the idle timeout bounds silence
         method = method_for(operation)
         request = to_message(method.request, self._params(params), method.name)
-        call = self.channel.callable(method)(request, metadata=self._metadata(card))
+        opener = StreamOpener(
+            lambda metadata: self.channel.callable(method)(request, metadata=metadata),
+            lambda: self._metadata(card),
+            AuthRetry(self.credentials, self.target.origin),
+        )
         stream = GRPCEventStream(
-            call,
+            opener.open(),
+            reopen=opener.reopen,
             threaded=self.threaded_streams,
             idle_timeout=self.stream_idle_timeout,
             error=lambda exc: self._error(exc, method, None, streaming=True),
@@ -244,6 +264,40 @@ class GRPCTransport:
         return payload
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _recover(
+        self,
+        failure: grpc.RpcError,
+        sent: tuple[tuple[str, str], ...],
+        method: Method,
+        request: Any,
+        budget: float | None,
+        start: float,
+        card: AgentCard | None,
+        idempotent: bool,
+    ) -> Any:
+        """The further attempts of a unary call whose first attempt failed (retries,
+        authorization; :mod:`.grpc_retry`), or its translated error."""
+        attempts = Attempts(
+            policy=self._policy(),
+            resend_safe=idempotent or method.operation in IDEMPOTENT,
+            budget=budget,
+            wait=self.sleep or self.channel.wait,
+        )
+
+        def send(metadata: tuple[tuple[str, str], ...], deadline: float | None) -> Any:
+            return self.channel.callable(method)(request, timeout=deadline, metadata=metadata)
+
+        auth = AuthRetry(self.credentials, self.target.origin)
+        try:
+            return attempts.recover(failure, sent, send, lambda: self._metadata(card), auth, start)
+        except grpc.RpcError as exc:
+            raise self._error(exc, method, budget) from exc
+
+    def _policy(self) -> RetryPolicy:
+        if self.retry is not None:
+            return self.retry
+        return self.http.retry if self.http is not None else RetryPolicy()
 
     def _params(self, params: dict[str, Any]) -> dict[str, Any]:
         if self.tenant and "tenant" not in params:
@@ -275,7 +329,7 @@ class GRPCTransport:
         streaming: bool = False,
     ) -> A2ASyncError:
         """The a2a_sync error a failed call stands for."""
-        code = _code(exc)
+        code = status_name(exc)
         details = _details(exc)
         details_text = getattr(exc, "details", None)
         message = details_text() if callable(details_text) else str(exc)
@@ -302,16 +356,15 @@ class GRPCTransport:
             )
         if streaming:
             return StreamInterrupted(f"{where}: the stream broke ({code}: {message})")
-        if code == "UNAVAILABLE":
+        if code == "UNAVAILABLE" and never_connected(exc):
             return ConnectError(f"{where}: unavailable ({message})", url=self.target.target)
+        if code == "UNAVAILABLE":  # the request may have reached the agent
+            return ConnectionLost(
+                f"{where}: the connection broke during the call ({message}); the agent may "
+                "have acted on it",
+                url=self.target.target,
+            )
         return ProtocolError(f"{where} failed with {code}: {message}")
-
-
-def _code(exc: grpc.RpcError) -> str:
-    """The status code name of a failed call (its exceptions are also ``grpc.Call``)."""
-    code = getattr(exc, "code", None)
-    found = code() if callable(code) else None
-    return found.name if isinstance(found, grpc.StatusCode) else "UNKNOWN"
 
 
 def _details(exc: grpc.RpcError) -> bytes | None:

@@ -12,13 +12,14 @@ import itertools
 import logging
 import queue
 import threading
+from collections.abc import Callable
 from typing import Any, Final
 
 import attrs
 import grpc
 
 from ...a2a.grpc.convert import from_message
-from ...errors import Cancelled, ProtocolError, ReadTimeout
+from ...errors import A2ASyncError, Cancelled, ProtocolError, ReadTimeout
 
 __all__ = ["GRPCEventStream"]
 
@@ -67,8 +68,12 @@ class GRPCEventStream:
         error: Any,
         url: str,
         threaded: bool = True,
+        reopen: Callable[[grpc.RpcError], Any] | None = None,
     ) -> None:
         self._call = call
+        self._reopen = reopen
+        self._delivered = False
+        self._call_lock = threading.Lock()
         self._idle_timeout = idle_timeout
         self._error = error
         self._url = url
@@ -86,11 +91,19 @@ class GRPCEventStream:
 
     def _read(self) -> None:
         try:
-            for message in self._call:
-                if not self._put(from_message(message)):
+            while True:
+                try:
+                    for message in self._call:
+                        self._delivered = True
+                        if not self._put(from_message(message)):
+                            return
+                    self._put(_End())
                     return
-            self._put(_End())
-        except grpc.RpcError as exc:
+                except grpc.RpcError as exc:
+                    if not self._opened_again(exc):
+                        self._put(_Failed(exc))
+                        return
+        except A2ASyncError as exc:  # the credential gave up opening the call again
             self._put(_Failed(exc))
         except Exception:  # the reader's top level: log, end the stream with an error
             logger.exception("reading the gRPC stream to %s failed", self._url)
@@ -141,22 +154,41 @@ class GRPCEventStream:
         return _Event(item)
 
     def _read_inline(self) -> _Event | None:
-        try:
-            message = next(self._call)
-        except StopIteration:
-            self._ended = True
-            return None
-        except grpc.RpcError as exc:
-            self._ended = True
-            if self._closed.is_set():
-                raise Cancelled("the stream was closed", url=self._url) from exc
-            raise self._error(exc) from exc
+        while True:
+            try:
+                message = next(self._call)
+                break
+            except StopIteration:
+                self._ended = True
+                return None
+            except grpc.RpcError as exc:
+                if self._opened_again(exc):
+                    continue
+                self._ended = True
+                if self._closed.is_set():
+                    raise Cancelled("the stream was closed", url=self._url) from exc
+                raise self._error(exc) from exc
+        self._delivered = True
         return _Event(from_message(message))
+
+    def _opened_again(self, exc: grpc.RpcError) -> bool:
+        """Whether a refusal before any event was answered by opening the call again."""
+        if self._delivered or self._reopen is None or self._closed.is_set():
+            return False
+        call = self._reopen(exc)
+        if call is None:
+            return False
+        with self._call_lock:
+            self._call = call
+            if self._closed.is_set():  # closed meanwhile: do not leave the new call open
+                call.cancel()
+        return True
 
     def close(self) -> None:
         """Cancel the call and join the reader (safe from any thread; idempotent)."""
         self._closed.set()
-        self._call.cancel()
+        with self._call_lock:
+            self._call.cancel()
         if self._thread is None:
             return
         # Unblock the reader waiting for room, then wake a consumer waiting for an event.
