@@ -89,6 +89,8 @@ class Run:
         self._listeners: list[Subscription] = []
         # This run created its task (or continues one): its message claim stays bound.
         self._has_task = context.current_task is not None
+        # Its creation went to the store unreported and no durable event followed yet.
+        self._unconfirmed = False
         self._lock = threading.Lock()
 
     # -- the sink ------------------------------------------------------------------------------
@@ -105,7 +107,11 @@ class Run:
             return
         try:
             if isinstance(event, Task):
-                stored = self._store.create_task(event, principal=self._principal)
+                if self._unreported():
+                    stored = self._store.create_unreported_task(event, principal=self._principal)
+                    self._unconfirmed = True
+                else:
+                    stored = self._store.create_task(event, principal=self._principal)
                 self._has_task = True
                 self.created.set()
             else:
@@ -117,7 +123,21 @@ class Run:
         if self._on_event is not None:
             self._on_event(stored, event)
         if is_final(event):
+            self._unconfirmed = False  # (committed with the creation before it)
             self._wake(settled=True)
+
+    def _unreported(self) -> bool:
+        """True when nobody learns of the task before the run's final state but through a
+        store read: a blocking send (not ``returnImmediately``, not streamed) without a
+        webhook. Its creation may then be committed with the final state; whoever reads
+        the task first (the caller after its timeout, a resend) commits it."""
+        config = self.context.configuration
+        if config is not None and (
+            config.return_immediately or config.push_notification_config is not None
+        ):
+            return False
+        with self._lock:
+            return not self._listeners
 
     def _wake(self, *, created: bool = False, settled: bool = False) -> None:
         if created:
@@ -178,6 +198,8 @@ class Run:
 
     def finish(self) -> None:
         """Mark the run ended (also when it never started: shutdown, refused)."""
+        if self._unconfirmed:
+            self._confirm()
         if (
             not self.created.is_set()
             and self.reply is None
@@ -195,6 +217,18 @@ class Run:
                 logger.warning("task %s: could not release its message claim", self.task_id)
         self.done.set()
         self._wake(created=True, settled=True)
+
+    def _confirm(self) -> None:
+        """The run ends with its unreported creation maybe not committed: read the task,
+        which commits it (so streams following the run get its events before they end)."""
+        self._unconfirmed = False
+        try:
+            if self._store.get_task(self.task_id, principal=None) is not None:
+                return
+            self._has_task = False  # its creation failed: the task never existed
+        except RPCError:  # (the write may still land: the claim stays)
+            logger.warning("task %s: its creation was not committed in time", self.task_id)
+        self.error = self.error or InternalError("task store: the task could not be stored")
 
     def outcome(self) -> Task | Message:
         """What a blocking send answers now: the reply, the task, or the run's error.

@@ -55,7 +55,7 @@ class Claims:
                     (principal, message_id, task_id),
                 )
 
-            self._put(WriteOp(write, wait=False))
+            self._put(WriteOp(write, wait=False, urgent=False))  # (rides with the task)
         return None
 
     def bind(self, context_id: str, principal: str) -> None:
@@ -71,5 +71,5 @@ class Claims:
                         (key, principal),
                     )
 
-                self._put(WriteOp(write, wait=False))
+                self._put(WriteOp(write, wait=False, urgent=False))  # (rides with the task)
             self._contexts.set(key, principal)

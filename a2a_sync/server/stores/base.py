@@ -148,6 +148,22 @@ class TaskStore(abc.ABC):
             ConfigurationError: A task with this id exists already.
         """
 
+    def create_unreported_task(self, task: Task, *, principal: str) -> StoredTask:
+        """Store a new task that nobody has been told of yet (a blocking send's run, whose
+        caller waits for the final state).
+
+        The store may postpone making it durable until the task's next durable event
+        (committed together), or until anyone looks: :meth:`get_task`,
+        :meth:`events_after` and :meth:`list_tasks` make it durable before they show it,
+        and subscribers get its events only once it is. The caller itself must learn of
+        the task through those reads too. The default creates it at once.
+
+        Raises:
+            ConfigurationError: A task with this id exists already (a store that postpones
+                the write may report it on the task's next write instead).
+        """
+        return self.create_task(task, principal=principal)
+
     @abc.abstractmethod
     def append_event(self, task_id: str, event: StreamEvent) -> StoredTask:
         """Fold ``event`` into the task, append it to the log and notify subscribers.

@@ -159,6 +159,25 @@ class SQLiteTaskStore(TaskStore):
         self._settle(record, op, task, 1)
         return StoredTask(task, 1, principal)
 
+    def create_unreported_task(self, task: Task, *, principal: str) -> StoredTask:
+        """Queue the creation without waiting for it: it is committed with the task's next
+        durable event, by the writer thread, or first by anyone who looks (see
+        :meth:`TaskStore.create_unreported_task`)."""
+        blob = event_blob(task)  # before anything changes: bad text fails this call only
+        with self._lock:
+            self._check_open()
+            if task.id in self._cache:
+                raise ConfigurationError(f"task {task.id!r} exists already")
+            if not self._broker.subscriber_count(task.id):
+                record = TaskRecord(task, principal, 0)
+                record.events.append(task)  # seq 1, told to nobody until committed
+                self._cache.put(task.id, record)
+                record.hidden = self._enqueue_event(
+                    record, task, 1, blob, wait=True, snapshot=True, hidden=True
+                )
+                return StoredTask(task, 1, principal)
+        return self.create_task(task, principal=principal)  # someone follows it already
+
     def append_event(self, task_id: str, event: StreamEvent) -> StoredTask:
         durable = is_final(event)
         blob = event_blob(event)  # before anything changes: bad text fails this call only
@@ -173,24 +192,35 @@ class SQLiteTaskStore(TaskStore):
             if not durable:
                 record.task = folded
                 record.events.append(event)
-                self._broker.publish(task_id, seq, event)
+                if record.hidden is None:  # (else published once the creation is durable)
+                    self._broker.publish(task_id, seq, event)
                 return StoredTask(folded, seq, record.principal)
             record.pending = True
         self._settle(record, op, event, seq, folded)
         return StoredTask(folded, seq, record.principal)
 
     def get_task(self, task_id: str, *, principal: str | None) -> StoredTask | None:
-        with self._lock:
-            record = self._record(task_id)
-            if record is None or (principal is not None and record.principal != principal):
-                return None
-            if record.seq == 0:  # its creation is not durable yet
-                return None
-            return StoredTask(record.task, record.seq, record.principal)
+        while True:
+            with self._lock:
+                record = self._record(task_id)
+                if record is None or (principal is not None and record.principal != principal):
+                    return None
+                hidden = record.hidden
+                if hidden is None:
+                    if record.seq == 0:  # its creation is not durable yet
+                        return None
+                    return StoredTask(record.task, record.seq, record.principal)
+                if hidden.finished:  # its creation failed: the task never existed
+                    self._cache.forget(task_id, record)
+                    return None
+            self._commit_hidden(hidden)  # someone looks: commit the creation first
 
     def events_after(self, task_id: str, after_seq: int) -> list[LogEntry]:
+        self._looked_at(task_id)
         with self._lock:
             record = self._cache.peek(task_id)
+            if record is not None and record.hidden is not None:  # created since, or failed
+                return []
             if record is not None and after_seq >= record.base:
                 start = after_seq - record.base
                 return [
@@ -310,6 +340,38 @@ class SQLiteTaskStore(TaskStore):
         self._evict()
         return record
 
+    def _looked_at(self, task_id: str) -> None:
+        """Someone looks at the task: a creation nobody was told of yet is committed
+        first (its events then reach subscribers)."""
+        with self._lock:
+            record = self._cache.peek(task_id)
+            hidden = record.hidden if record is not None else None
+        if hidden is not None:
+            self._commit_hidden(hidden)
+
+    @staticmethod
+    def _commit_hidden(op: WriteOp) -> None:
+        """Commit an unreported creation (and what was queued before it) on this thread.
+
+        Raises:
+            InternalError: The commit did not end in time (a failed creation is not
+                raised: the task is then absent).
+        """
+        try:
+            op.wait()
+        except A2ASyncError:
+            if op.timed_out:
+                raise
+            logger.debug("task store: an unreported creation failed", exc_info=True)
+
+    def _reveal(self, record: TaskRecord) -> None:
+        """The unreported creation is committed: publish what the task has so far, in
+        log order (lock held; the pending final event, if any, follows in _settle)."""
+        record.hidden = None
+        task_id = record.task.id
+        for i, event in enumerate(record.events):
+            self._broker.publish(task_id, record.base + i + 1, event)
+
     def _evict(self) -> None:
         for record in self._cache.evict():  # (lagging snapshots first: they go next time)
             self._enqueue_snapshot(record)
@@ -370,11 +432,21 @@ class SQLiteTaskStore(TaskStore):
             self._broker.publish(record.task.id, seq, event)  # in log order, under the lock
 
     def _enqueue_event(
-        self, record: TaskRecord, task: Task, seq: int, blob: bytes, *, wait: bool, snapshot: bool
+        self,
+        record: TaskRecord,
+        task: Task,
+        seq: int,
+        blob: bytes,
+        *,
+        wait: bool,
+        snapshot: bool,
+        hidden: bool = False,
     ) -> WriteOp:
-        """Queue the log entry ``seq`` (and, with ``snapshot``, the task's row) (lock held)."""
+        """Queue the log entry ``seq`` (and, with ``snapshot``, the task's row) (lock held).
+        ``hidden``: an unreported creation, revealed once committed."""
         task_id = task.id
         principal = record.principal
+        writer = self._writer
         if snapshot:
             record.snapshot_queued = seq
 
@@ -384,7 +456,7 @@ class SQLiteTaskStore(TaskStore):
                     f"task store: an earlier write of task {task_id!r} failed"
                 ) from record.broken
             insert_event(db, task_id, seq, blob)
-            if snapshot:
+            if snapshot and not writer.superseded(task_id, seq):  # (else: in this commit)
                 save_snapshot(db, task, seq, principal)
 
         def committed() -> None:
@@ -392,14 +464,20 @@ class SQLiteTaskStore(TaskStore):
                 record.committed = max(record.committed, seq)
                 if snapshot:
                     record.saved = max(record.saved, seq)
+                if hidden:
+                    self._reveal(record)
                 if len(self._cache) > self._cache.size:
                     self._evict()
 
         def failed(exc: BaseException) -> None:  # on the writer thread, before later ops
-            if not wait:  # nobody waits for it: later writes and appends of the task fail
+            if not wait or hidden:  # nobody waits: later writes and appends of the task fail
                 record.broken = exc
 
-        return self._writer.put(WriteOp(write, wait=wait, committed=committed, failed=failed))
+        # The events of a task nobody was told of yet wait for its creation's commit.
+        urgent = not wait and record.hidden is None
+        row = (task_id, seq) if snapshot else None
+        op = WriteOp(write, wait=wait, committed=committed, failed=failed, urgent=urgent, row=row)
+        return writer.put(op)
 
     def _enqueue_snapshot(self, record: TaskRecord) -> None:
         """Queue a write of the record's current snapshot, its log being in the file
@@ -407,14 +485,17 @@ class SQLiteTaskStore(TaskStore):
         task, seq, principal = record.task, record.seq, record.principal
         record.snapshot_queued = seq
 
+        writer = self._writer
+
         def write(db: sqlite3.Connection) -> None:
-            save_snapshot(db, task, seq, principal)
+            if not writer.superseded(task.id, seq):
+                save_snapshot(db, task, seq, principal)
 
         def committed() -> None:
             with self._lock:
                 record.saved = max(record.saved, seq)
 
-        self._writer.put(WriteOp(write, wait=False, committed=committed))
+        writer.put(WriteOp(write, wait=False, committed=committed, row=(task.id, seq)))
 
     def _submit(self, apply: Callable[[sqlite3.Connection], None], *, wait: bool) -> WriteOp:
         with self._lock:
