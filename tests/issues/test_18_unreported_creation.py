@@ -29,7 +29,7 @@ from a2a_sync.server.context import CallContext
 from a2a_sync.server.events import LogEntry
 from a2a_sync.server.executor import AgentExecutor, RequestContext, TaskUpdater
 from a2a_sync.server.handler import DefaultRequestHandler
-from a2a_sync.server.stores import SQLiteTaskStore, TaskStore, _sqlite_writer
+from a2a_sync.server.stores import SQLiteTaskStore, TaskStore, _sqlite_claims, _sqlite_writer
 from a2a_sync.server.stores._sqlite_writer import WriteOp
 from a2a_sync.types import Message, SendMessageParams, Task, TaskState
 from tests.server.agents import WAIT, card
@@ -289,3 +289,32 @@ def test_a_crash_loses_no_acknowledged_state_of_unreported_tasks(tmp_path: Path)
             assert stored is not None and stored.task.status.state is TaskState.completed
         last = store.get_task("last", principal="p")
         assert last is None or last.task.status.state is TaskState.failed
+
+
+def test_claims_are_known_without_a_lookup_only_while_all_fit_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new message id needs no file lookup while the cache holds every claim of the file
+    (loaded on opening); once one was forgotten, older claims are found in the file."""
+    monkeypatch.setattr(_sqlite_claims, "CLAIM_CACHE_SIZE", 2)
+    path = str(tmp_path / "t.db")
+    with SQLiteTaskStore(path) as store:
+        assert store.claim_message("p", "m1", "t1") is None
+    with SQLiteTaskStore(path) as store:  # loaded: m1 is known, m2 new without a lookup
+        statements: list[str] = []
+        store._reader_db.set_trace_callback(statements.append)
+        assert store.claim_message("p", "m1", "t-again") == "t1"
+        assert store.claim_message("p", "m2", "t2") is None
+        assert statements == []
+        assert store.claim_message("p", "m3", "t3") is None  # m1 forgotten now
+        assert store.claim_message("p", "m1", "t-again") == "t1"  # read from the file
+        assert len(statements) == 1
+    for row in range(3):
+        with contextlib.closing(sqlite3.connect(path)) as db, db:
+            db.execute("INSERT INTO a2a_claims VALUES ('p', ?, 't')", (f"x{row}",))
+    with SQLiteTaskStore(path) as store:  # more claims than fit: every new id is looked up
+        statements = []
+        store._reader_db.set_trace_callback(statements.append)
+        assert store.claim_message("p", "m9", "t9") is None
+        assert store.claim_message("p", "m2", "t-again") == "t2"
+        assert len(statements) == 2

@@ -137,6 +137,8 @@ class Bounded(Generic[K, V]):
     def __init__(self, size: int) -> None:
         self.size = size
         self._items: collections.OrderedDict[K, V] = collections.OrderedDict()
+        #: True once a key was forgotten for lack of room.
+        self.dropped = False
 
     def get(self, key: K) -> V | None:
         return self._items.get(key)
@@ -146,6 +148,7 @@ class Bounded(Generic[K, V]):
         self._items.move_to_end(key)
         if len(self._items) > self.size:
             self._items.popitem(last=False)
+            self.dropped = True
 
     def pop(self, key: K) -> V | None:
         return self._items.pop(key, None)
