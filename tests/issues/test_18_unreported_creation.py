@@ -169,7 +169,8 @@ def test_reads_commit_an_unreported_creation_before_showing_it(tmp_path: Path) -
             for thread in readers:
                 thread.join(WAIT)
         stored, row = seen["get"]
-        assert stored is not None and row == (TaskState.submitted.value, 1)
+        assert stored is not None
+        assert row == (TaskState.submitted.value, 1)
         assert seen["sub"][1] == (TaskState.submitted.value, 1)
         assert seen["sub"][0] in ([1, 2], [1])  # (2 is not durable: it may come later)
     finally:
@@ -220,7 +221,8 @@ def test_a_creation_whose_final_state_fails_in_its_batch_keeps_its_row(tmp_path:
         with pytest.raises(InternalError):
             store.append_event("t1", status("t1", TaskState.completed))
         served = store.get_task("t1", principal=None)
-        assert served is not None and served.task.status.state is TaskState.working
+        assert served is not None
+        assert served.task.status.state is TaskState.working
         assert _row(path, "t1") == (TaskState.submitted.value, 1)  # the log has the rest
     finally:
         store.close()
@@ -235,7 +237,8 @@ def test_the_unreported_creation_contract_on_every_store(medium: Medium) -> None
     done = store.append_event("t1", status("t1", TaskState.completed))
     assert done.seq == 3
     served = store.get_task("t1", principal="p")
-    assert served is not None and served.task.status.state is TaskState.completed
+    assert served is not None
+    assert served.task.status.state is TaskState.completed
     assert [seq for seq, _ in store.events_after("t1", 0)] == [1, 2, 3]
     store.close()
     assert medium.durable_states(["t1"]) == {"t1": TaskState.completed.value}
@@ -286,7 +289,8 @@ def test_a_crash_loses_no_acknowledged_state_of_unreported_tasks(tmp_path: Path)
     with SQLiteTaskStore(str(path)) as store:
         for task_id in acknowledged:
             stored = store.get_task(task_id, principal="p")
-            assert stored is not None and stored.task.status.state is TaskState.completed
+            assert stored is not None
+            assert stored.task.status.state is TaskState.completed
         last = store.get_task("last", principal="p")
         assert last is None or last.task.status.state is TaskState.failed
 
@@ -300,7 +304,8 @@ def test_claims_are_known_without_a_lookup_only_while_all_fit_in_memory(
     path = str(tmp_path / "t.db")
     with SQLiteTaskStore(path) as store:
         assert store.claim_message("p", "m1", "t1") is None
-    with SQLiteTaskStore(path) as store:  # loaded: m1 is known, m2 new without a lookup
+    # Loaded on opening: m1 is known, m2 is new without a lookup.
+    with contextlib.closing(SQLiteTaskStore(path)) as store:
         statements: list[str] = []
         store._reader_db.set_trace_callback(statements.append)
         assert store.claim_message("p", "m1", "t-again") == "t1"
@@ -312,7 +317,8 @@ def test_claims_are_known_without_a_lookup_only_while_all_fit_in_memory(
     for row in range(3):
         with contextlib.closing(sqlite3.connect(path)) as db, db:
             db.execute("INSERT INTO a2a_claims VALUES ('p', ?, 't')", (f"x{row}",))
-    with SQLiteTaskStore(path) as store:  # more claims than fit: every new id is looked up
+    # More claims than fit: every new id is looked up.
+    with contextlib.closing(SQLiteTaskStore(path)) as store:
         statements = []
         store._reader_db.set_trace_callback(statements.append)
         assert store.claim_message("p", "m9", "t9") is None
