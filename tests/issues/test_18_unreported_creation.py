@@ -324,3 +324,21 @@ def test_claims_are_known_without_a_lookup_only_while_all_fit_in_memory(
         assert store.claim_message("p", "m9", "t9") is None
         assert store.claim_message("p", "m2", "t-again") == "t2"
         assert len(statements) == 2
+
+
+@pytest.mark.slow
+def test_the_store_benchmark_runs() -> None:
+    """``benchmarks.a2a_server --stores`` (the figures of decisions §15) runs: it had lost
+    its memory-store server in a merge. Not timed: only that every variant ran."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.a2a_server", "--stores", "--reps", "1", "--n", "20"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        cwd=root,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "server CPU sqlite-task / mem-task" in done.stdout
