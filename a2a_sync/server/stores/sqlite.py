@@ -18,8 +18,9 @@ Nobody is told a creation or a final state before it is committed: the cache tak
 it. A creation nobody was told of yet (:meth:`create_unreported_task`, a blocking send's
 run) is not waited for: it rides in the transaction of the task's final state, unless a
 read (``get_task``, ``events_after``, ``list_tasks``) commits it first; subscribers hear
-of the task only once it is committed. A write that fails fails its own caller only (each write has its own savepoint in
-the shared transaction) and leaves the cache as the file is.
+of the task only once it is committed. A write that fails fails its own caller only
+(each write has its own savepoint in the shared transaction) and leaves the cache as the
+file is.
 
 The file uses WAL journaling with ``synchronous=NORMAL``: a commit survives a process
 crash; only an operating-system crash or power loss may roll back the last commits. On
