@@ -78,7 +78,9 @@ class Run:
         self._principal = principal
         self._on_event = on_event
         self.updater = TaskUpdater(context, self.publish)
-        #: Set once the task exists in the store (or the run ended without one).
+        #: Set once the task exists in the store (or the run ended without one). An
+        #: unreported creation (see _unreported) may not be durable yet: whoever answers
+        #: from it reads the task (outcome), which commits it first.
         self.created = threading.Event()
         #: Set once a blocking send may answer: final state, direct reply, or run end.
         self.settled = threading.Event()

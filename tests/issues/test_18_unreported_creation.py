@@ -31,7 +31,7 @@ from a2a_sync.server.executor import AgentExecutor, RequestContext, TaskUpdater
 from a2a_sync.server.handler import DefaultRequestHandler
 from a2a_sync.server.stores import SQLiteTaskStore, TaskStore, _sqlite_claims, _sqlite_writer
 from a2a_sync.server.stores._sqlite_writer import WriteOp
-from a2a_sync.types import Message, SendMessageParams, Task, TaskState
+from a2a_sync.types import Message, SendMessageConfiguration, SendMessageParams, Task, TaskState
 from tests.server.agents import WAIT, card
 from tests.server.stores.test_durability import Medium, medium  # noqa: F401 - fixture
 from tests.server.stores.test_stores import new_task, status
@@ -70,17 +70,21 @@ class Worker(AgentExecutor):
 
     def __init__(self) -> None:
         self.release = threading.Event()
+        self.working = threading.Event()
 
     def execute(self, context: RequestContext, updater: TaskUpdater) -> None:
         updater.start_work()
         updater.add_artifact("done", name="out", last_chunk=True)
         if context.text == "wait":
+            self.working.set()
             assert self.release.wait(WAIT)
         updater.complete()
 
 
-def _send(handler: DefaultRequestHandler, text: str) -> Task:
-    params = SendMessageParams(message=Message.user(text))
+def _send(handler: DefaultRequestHandler, text: str, **config: object) -> Task:
+    configuration = SendMessageConfiguration(**config) if config else None  # type: ignore[arg-type]
+    message = Message.user(text, message_id="m-" + text)
+    params = SendMessageParams(message=message, configuration=configuration)
     result = handler.dispatch(Operation.SEND_MESSAGE, params, CALL)
     assert isinstance(result, Task)
     return result
@@ -127,6 +131,32 @@ def test_a_caller_answered_before_the_final_state_gets_a_durable_task(tmp_path: 
         assert handler.close(WAIT)
         store.close()
     assert _row(path, task.id) == (TaskState.completed.value, 4)
+
+
+def test_a_resend_answered_at_once_gets_a_durable_task(tmp_path: Path) -> None:
+    """The same message sent again with returnImmediately while its first (blocking)
+    delivery runs: the answer is the task, read (so committed) before it is sent."""
+    path = tmp_path / "t.db"
+    store = SQLiteTaskStore(str(path))
+    agent = Worker()
+    handler = DefaultRequestHandler(card(), agent, task_store=store, blocking_timeout=WAIT)
+    first: list[Task] = []
+    sender = threading.Thread(
+        target=lambda: first.append(_send(handler, "wait")), name="test-sender", daemon=True
+    )
+    try:
+        sender.start()
+        assert agent.working.wait(WAIT)
+        again = _send(handler, "wait", return_immediately=True)
+        assert again.status.state is TaskState.working
+        assert _row(path, again.id) is not None
+    finally:
+        agent.release.set()
+        sender.join(WAIT)
+        assert handler.close(WAIT)
+        store.close()
+    assert first[0].id == again.id
+    assert first[0].status.state is TaskState.completed
 
 
 def test_reads_commit_an_unreported_creation_before_showing_it(tmp_path: Path) -> None:
