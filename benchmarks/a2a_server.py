@@ -208,6 +208,7 @@ def serve_sdk(port: int) -> None:
 
 SERVERS.update(
     ours=serve_ours,
+    mem=serve_ours,  # (--stores: the memory-store baseline)
     bare=serve_bare,
     sdk=serve_sdk,
     sqlite=lambda port: serve_ours(port, "sqlite"),

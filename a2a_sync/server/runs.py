@@ -5,7 +5,9 @@ pool thread and publishes through :meth:`Run.publish`, which writes to the task 
 (the store fans the event out to subscribers) and tracks when the run has **settled**:
 the task reached a terminal or interrupted state, the agent replied with one direct
 message, or ``execute`` returned. Blocking sends wait for that; streams follow the
-task's event log through a store subscription and end at the same moments.
+task's event log through a store subscription and end at the same moments (the streams
+are in :mod:`~a2a_sync.server.event_stream`, re-exported here; :class:`RunStream` is the
+one that also ends with its run).
 """
 
 from __future__ import annotations
@@ -14,8 +16,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from typing import Final
+from collections.abc import Callable
 
 import attrs
 
@@ -28,6 +29,7 @@ from ..errors import (
     TaskNotFound,
     UnsupportedOperation,
 )
+from .event_stream import EventStream, SnapshotStream, TaskSubscriptionStream
 from .events import Subscription
 from .executor import AgentExecutor, RequestContext, TaskUpdater
 from .pool import WorkerPool
@@ -44,10 +46,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-#: How long a stream waits for the next event in one step when iterated plainly (the app
-#: uses :meth:`EventStream.poll` with its heartbeat interval instead).
-_ITER_STEP: Final = 1.0
 
 PushHook = Callable[[StoredTask, StreamEvent], None]
 
@@ -80,7 +78,9 @@ class Run:
         self._principal = principal
         self._on_event = on_event
         self.updater = TaskUpdater(context, self.publish)
-        #: Set once the task exists in the store (or the run ended without one).
+        #: Set once the task exists in the store (or the run ended without one). An
+        #: unreported creation (see _unreported) may not be durable yet: whoever answers
+        #: from it reads the task (outcome), which commits it first.
         self.created = threading.Event()
         #: Set once a blocking send may answer: final state, direct reply, or run end.
         self.settled = threading.Event()
@@ -91,6 +91,8 @@ class Run:
         self._listeners: list[Subscription] = []
         # This run created its task (or continues one): its message claim stays bound.
         self._has_task = context.current_task is not None
+        # Its creation went to the store unreported and no durable event followed yet.
+        self._unconfirmed = False
         self._lock = threading.Lock()
 
     # -- the sink ------------------------------------------------------------------------------
@@ -107,7 +109,11 @@ class Run:
             return
         try:
             if isinstance(event, Task):
-                stored = self._store.create_task(event, principal=self._principal)
+                if self._unreported():
+                    stored = self._store.create_unreported_task(event, principal=self._principal)
+                    self._unconfirmed = True
+                else:
+                    stored = self._store.create_task(event, principal=self._principal)
                 self._has_task = True
                 self.created.set()
             else:
@@ -119,7 +125,21 @@ class Run:
         if self._on_event is not None:
             self._on_event(stored, event)
         if is_final(event):
+            self._unconfirmed = False  # (committed with the creation before it)
             self._wake(settled=True)
+
+    def _unreported(self) -> bool:
+        """True when nobody learns of the task before the run's final state but through a
+        store read: a blocking send (not ``returnImmediately``, not streamed) without a
+        webhook. Its creation may then be committed with the final state; whoever reads
+        the task first (the caller after its timeout, a resend) commits it."""
+        config = self.context.configuration
+        if config is not None and (
+            config.return_immediately or config.push_notification_config is not None
+        ):
+            return False
+        with self._lock:
+            return not self._listeners
 
     def _wake(self, *, created: bool = False, settled: bool = False) -> None:
         if created:
@@ -180,6 +200,8 @@ class Run:
 
     def finish(self) -> None:
         """Mark the run ended (also when it never started: shutdown, refused)."""
+        if self._unconfirmed:
+            self._confirm()
         if (
             not self.created.is_set()
             and self.reply is None
@@ -197,6 +219,18 @@ class Run:
                 logger.warning("task %s: could not release its message claim", self.task_id)
         self.done.set()
         self._wake(created=True, settled=True)
+
+    def _confirm(self) -> None:
+        """The run ends with its unreported creation maybe not committed: read the task,
+        which commits it (so streams following the run get its events before they end)."""
+        self._unconfirmed = False
+        try:
+            if self._store.get_task(self.task_id, principal=None) is not None:
+                return
+            self._has_task = False  # its creation failed: the task never existed
+        except RPCError:  # (the write may still land: the claim stays)
+            logger.warning("task %s: its creation was not committed in time", self.task_id)
+        self.error = self.error or InternalError("task store: the task could not be stored")
 
     def outcome(self) -> Task | Message:
         """What a blocking send answers now: the reply, the task, or the run's error.
@@ -310,110 +344,6 @@ class RunScheduler:
         for run in waiting:
             run.finish()
         return finished
-
-
-class EventStream(Iterator[StreamEvent]):
-    """The events of one streaming call, read with :meth:`poll` (heartbeats) or ``next``.
-
-    Not thread-safe for reading (one reader); :meth:`close` may come from any thread.
-    """
-
-    def __init__(self, sub: Subscription, snapshot: Task | None = None) -> None:
-        self._sub = sub
-        self._buffer: deque[StreamEvent] = deque()
-        self._ended = False
-        # The opening snapshot of a continued task is not an end, whatever its state.
-        self._opening = snapshot
-        if snapshot is not None:
-            self._buffer.append(snapshot)
-
-    def poll(self, timeout: float | None) -> StreamEvent | None:
-        """The next event, or ``None`` if none came within ``timeout`` seconds.
-
-        Raises:
-            StopIteration: The stream ended.
-            RPCError: The run failed before creating a task.
-        """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if self._buffer:
-                event = self._buffer.popleft()
-                if self._ends_with(event):
-                    self._ended = True
-                    self._buffer.clear()
-                return event
-            if self._ended:
-                self.close()
-                raise StopIteration
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            batch = self._sub.poll(remaining)
-            if batch:
-                self._buffer.extend(event for _, event in batch)
-                continue
-            if self._sub.interrupted or self._sub.closed:
-                tail = self._on_interrupt()
-                if tail is not None:
-                    self._buffer.append(tail)
-                self._ended = True
-                continue
-            return None
-
-    def __next__(self) -> StreamEvent:
-        while True:
-            event = self.poll(_ITER_STEP)
-            if event is not None:
-                return event
-
-    def _ends_with(self, event: StreamEvent) -> bool:
-        if event is self._opening:
-            self._opening = None
-            return False
-        return isinstance(event, Message) or is_final(event)
-
-    def _on_interrupt(self) -> StreamEvent | None:
-        """The subscription was interrupted: the last event to deliver, if any."""
-        return None
-
-    def close(self) -> None:
-        """Stop following the task. Idempotent."""
-        self._ended = True
-        self._sub.close()
-
-
-class SnapshotStream(EventStream):
-    """SubscribeToTask: the task as it is now, then every later event until it settles."""
-
-    def __init__(self, snapshot: Task, sub: Subscription) -> None:
-        super().__init__(sub)
-        self._buffer.append(snapshot)  # ends the stream if the task waits already
-
-
-class TaskSubscriptionStream(EventStream):
-    """SubscribeToTask: the task as it is now, then its status and artifact updates until
-    it reaches a **terminal** state (A2A 1.0 §3.1.6). An interrupted task (input or auth
-    required) keeps the stream open: the answer that resumes it is seen here too. The
-    user messages in the task's log are not update events and are left out."""
-
-    def __init__(self, snapshot: Task, sub: Subscription) -> None:
-        super().__init__(sub, snapshot)
-
-    def poll(self, timeout: float | None) -> StreamEvent | None:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            event = super().poll(remaining)
-            if not isinstance(event, Message):
-                return event
-            if deadline is not None and time.monotonic() >= deadline:
-                return None
-
-    def _ends_with(self, event: StreamEvent) -> bool:
-        if event is self._opening:
-            self._opening = None
-            return False
-        if isinstance(event, (Task, TaskStatusUpdateEvent)):
-            return event.status.state.is_terminal
-        return False
 
 
 class RunStream(EventStream):

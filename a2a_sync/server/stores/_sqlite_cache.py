@@ -11,6 +11,7 @@ from collections.abc import Hashable, Iterator
 from typing import Generic, TypeVar
 
 from ...a2a.types import StreamEvent, Task
+from ._sqlite_writer import WriteOp
 
 __all__ = ["Bounded", "TaskCache", "TaskRecord"]
 
@@ -26,6 +27,7 @@ class TaskRecord:
         "broken",
         "committed",
         "events",
+        "hidden",
         "pending",
         "principal",
         "saved",
@@ -46,6 +48,10 @@ class TaskRecord:
         # A creation or final event is being committed; it is not in task/events yet
         # (nobody may see it before it is durable) and other appends wait for it.
         self.pending = False
+        # The write of a creation nobody was told of yet (create_unreported_task): until
+        # it is committed, readers commit it first and subscribers hear nothing of the
+        # task; it stays set when that write failed (the task never existed).
+        self.hidden: WriteOp | None = None
         # An intermediate write failed: the file's log lacks an event the cache has, so
         # later writes of the task fail (the writer checks, in order) and appends are
         # refused; the task is settled by the next start's orphan check.
@@ -131,6 +137,8 @@ class Bounded(Generic[K, V]):
     def __init__(self, size: int) -> None:
         self.size = size
         self._items: collections.OrderedDict[K, V] = collections.OrderedDict()
+        #: True once a key was forgotten for lack of room.
+        self.dropped = False
 
     def get(self, key: K) -> V | None:
         return self._items.get(key)
@@ -140,6 +148,7 @@ class Bounded(Generic[K, V]):
         self._items.move_to_end(key)
         if len(self._items) > self.size:
             self._items.popitem(last=False)
+            self.dropped = True
 
     def pop(self, key: K) -> V | None:
         return self._items.pop(key, None)

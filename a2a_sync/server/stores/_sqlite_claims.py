@@ -1,7 +1,9 @@
 """The SQLite store's idempotency claims and conversation owners.
 
 Internal to :mod:`a2a_sync.server.stores.sqlite`. Both are written without waiting (they
-ride with the request's task creation); recent ones are remembered in memory.
+ride with the request's task creation); recent ones are remembered in memory. While every
+claim of the file fits in memory (loaded on opening, none forgotten since), a new message
+id is known to be new without a lookup in the file.
 """
 
 from __future__ import annotations
@@ -33,13 +35,22 @@ class Claims:
         self._lock = threading.Lock()
         self._claims: Bounded[tuple[str, str], str] = Bounded(CLAIM_CACHE_SIZE)
         self._contexts: Bounded[str, str] = Bounded(CLAIM_CACHE_SIZE)
+        rows = read(
+            "SELECT principal, message_id, task_id FROM a2a_claims LIMIT ?",
+            (CLAIM_CACHE_SIZE + 1,),
+        )
+        # The cache holds every claim of the file (until it forgets one).
+        self._all_claims = len(rows) <= CLAIM_CACHE_SIZE
+        if self._all_claims:
+            for principal, message_id, task_id in rows:
+                self._claims.set((principal, message_id), task_id)
 
     def claim(self, principal: str, message_id: str, task_id: str) -> str | None:
         """Bind the message to ``task_id`` unless bound already (then: that task id)."""
         key = (principal, message_id)
         with self._lock:
             existing = self._claims.get(key)
-            if existing is None:
+            if existing is None and not (self._all_claims and not self._claims.dropped):
                 rows = self._read(
                     "SELECT task_id FROM a2a_claims WHERE principal = ? AND message_id = ?", key
                 )
@@ -55,7 +66,7 @@ class Claims:
                     (principal, message_id, task_id),
                 )
 
-            self._put(WriteOp(write, wait=False))
+            self._put(WriteOp(write, wait=False, urgent=False))  # (rides with the task)
         return None
 
     def bind(self, context_id: str, principal: str) -> None:
@@ -71,5 +82,5 @@ class Claims:
                         (key, principal),
                     )
 
-                self._put(WriteOp(write, wait=False))
+                self._put(WriteOp(write, wait=False, urgent=False))  # (rides with the task)
             self._contexts.set(key, principal)

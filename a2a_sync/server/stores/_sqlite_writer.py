@@ -2,8 +2,11 @@
 
 Internal to :mod:`a2a_sync.server.stores.sqlite`. Ops are queued; a caller that waits for
 its op commits the queue itself (everything queued before its op rides in the same
-transaction), so a durable write costs no hand-off to another thread and back. Ops
-nobody waits for are committed by the writer thread after lingering briefly for more.
+transaction), so a durable write costs no hand-off to another thread and back. *Urgent*
+ops nobody waits for (a stream's events) are committed by the writer thread after
+lingering briefly for more; the others (claims, and the writes of a task nobody was told
+of yet) usually ride with a waiting caller's commit, and the thread commits them only
+once they waited :data:`DEFER` (it is not even woken for them).
 Whoever commits holds one lock and takes ops in queue order, so ops apply in the order
 they were queued.
 """
@@ -32,6 +35,9 @@ DURABLE_WRITE_TIMEOUT: Final = 30.0
 #: for: a request's claim and context ride with its task's creation, a task's
 #: intermediate events with its final state, and a stream's chunks share transactions.
 LINGER: Final = 0.002
+#: How long an op that is not urgent may wait in the queue for a waiting caller to commit
+#: it (at most twice this) before the writer thread does.
+DEFER: Final = 0.05
 
 Apply = Callable[[sqlite3.Connection], None]
 
@@ -45,7 +51,7 @@ class WriteOp:
     (:meth:`wait` raises for it), the others commit.
     """
 
-    __slots__ = ("apply", "committed", "done", "error", "failed", "writer")
+    __slots__ = ("apply", "committed", "done", "error", "failed", "row", "urgent", "writer")
 
     def __init__(
         self,
@@ -54,8 +60,14 @@ class WriteOp:
         wait: bool,
         committed: Callable[[], None] | None = None,
         failed: Callable[[BaseException], None] | None = None,
+        urgent: bool | None = None,
+        row: tuple[str, int] | None = None,
     ) -> None:
         self.apply = apply
+        # (key, version) of a row the op writes whole: see BatchWriter.superseded
+        self.row = row
+        # (default: ops nobody waits for; a waited op is committed by its waiter)
+        self.urgent = not wait if urgent is None else urgent
         self.committed = committed
         self.failed = failed
         self.done = threading.Event() if wait else None
@@ -84,6 +96,11 @@ class WriteOp:
             raise InternalError("task store write failed") from self.error
 
     @property
+    def finished(self) -> bool:
+        """True once a waited op was committed or failed."""
+        return self.done is not None and self.done.is_set()
+
+    @property
     def timed_out(self) -> bool:
         """True while a waited op has not finished (its outcome is unknown yet)."""
         return self.done is not None and not self.done.is_set()
@@ -96,8 +113,11 @@ class BatchWriter:
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
         self._queue: collections.deque[WriteOp] = collections.deque()
-        self._ready = threading.Condition(threading.Lock())  # guards _queue, _stopping
+        self._ready = threading.Condition(threading.Lock())  # guards the 4 fields below
+        self._urgent = 0  # urgent ops queued
+        self._idle = False  # the thread waits for any op (not only urgent ones)
         self._commit_lock = threading.Lock()  # one batch at a time, in queue order
+        self._newest_rows: dict[str, int] = {}  # of the batch run without savepoints
         self._stopping = False
         self._thread = threading.Thread(
             target=self._loop, name="a2a-sync-sqlite-writer", daemon=True
@@ -109,7 +129,12 @@ class BatchWriter:
         op.writer = self
         with self._ready:
             self._queue.append(op)
-            if len(self._queue) == 1:
+            if op.urgent:
+                self._urgent += 1
+                if self._urgent == 1:
+                    self._ready.notify()
+            elif self._idle:  # (it starts counting DEFER)
+                self._idle = False
                 self._ready.notify()
         return op
 
@@ -158,6 +183,12 @@ class BatchWriter:
             self._commit_lock.release()
         return True
 
+    def superseded(self, key: str, version: int) -> bool:
+        """True when the batch being run (all of it commits or none) also writes a newer
+        version of the row ``key`` (ops with ``row``): an op may then skip writing it.
+        Never while ops run one by one in savepoints (one of them may be undone)."""
+        return self._newest_rows.get(key, 0) > version
+
     @property
     def alive(self) -> bool:
         """True while the thread runs."""
@@ -167,23 +198,42 @@ class BatchWriter:
         """Commit ops nobody waits for (a waiting caller usually commits first)."""
         while True:
             with self._ready:
-                while not self._queue and not self._stopping:
-                    self._ready.wait()
-                if not self._queue:
+                if not self._due():
                     return
+            with self._commit_lock:
+                self._commit_queued()
+
+    def _due(self) -> bool:
+        """Wait until queued ops are due (``_ready`` held): urgent ones after lingering
+        :data:`LINGER` for more, the others once the head of the queue waited
+        :data:`DEFER`. False when stopping with nothing queued."""
+        head: WriteOp | None = None
+        while not self._stopping:
+            if self._urgent:
                 deadline = time.monotonic() + LINGER
                 while not self._stopping and len(self._queue) < WRITE_BATCH:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         break
                     self._ready.wait(remaining)
-            with self._commit_lock:
-                self._commit_queued()
+                return True
+            if not self._queue:
+                head = None
+                self._idle = True
+                self._ready.wait()
+                self._idle = False
+            elif head is not None and self._queue[0] is head:  # it waited DEFER
+                return True
+            else:
+                head = self._queue[0]
+                self._ready.wait(DEFER)
+        return bool(self._queue)
 
     def _commit_queued(self) -> bool:
         """Commit the next batch of queued ops (commit lock held); False when none."""
         with self._ready:
             batch = [self._queue.popleft() for _ in range(min(len(self._queue), WRITE_BATCH))]
+            self._urgent -= sum(op.urgent for op in batch)
         if batch:
             self._commit(batch)
         return bool(batch)
@@ -222,16 +272,23 @@ class BatchWriter:
         op fails, and a savepoint per op costs two statements). Returns False, with the
         transaction rolled back, when an op raised (nobody is told: the batch runs again)."""
         db = self._db
-        db.execute("BEGIN")
+        newest = self._newest_rows
         for op in batch:
-            try:
-                op.apply(db)
-            except Exception:  # one caller's op: the batch runs again, each op alone
-                logger.debug("task store: a write failed; the batch runs again", exc_info=True)
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                return False
-        return True
+            if op.row is not None and op.row[1] > newest.get(op.row[0], 0):
+                newest[op.row[0]] = op.row[1]
+        try:
+            db.execute("BEGIN")
+            for op in batch:
+                try:
+                    op.apply(db)
+                except Exception:  # one caller's op: the batch runs again, each op alone
+                    logger.debug("task store: a write failed; the batch runs again", exc_info=True)
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    return False
+            return True
+        finally:
+            newest.clear()
 
     def _apply(self, op: WriteOp, *, savepoint: bool) -> None:
         """Run one op inside the open transaction; undo it alone if it fails."""

@@ -15,8 +15,12 @@ artifact chunks of tasks that were still running (their agents died with the pro
 
 Nobody is told a creation or a final state before it is committed: the cache takes it
 (and subscribers get it) only after the commit, and later appends to that task wait for
-it. A write that fails fails its own caller only (each write has its own savepoint in
-the shared transaction) and leaves the cache as the file is.
+it. A creation nobody was told of yet (:meth:`create_unreported_task`, a blocking send's
+run) is not waited for: it rides in the transaction of the task's final state, unless a
+read (``get_task``, ``events_after``, ``list_tasks``) commits it first; subscribers hear
+of the task only once it is committed. A write that fails fails its own caller only
+(each write has its own savepoint in the shared transaction) and leaves the cache as the
+file is.
 
 The file uses WAL journaling with ``synchronous=NORMAL``: a commit survives a process
 crash; only an operating-system crash or power loss may roll back the last commits. On
@@ -46,7 +50,7 @@ from ...a2a.types import (
     Task,
     TaskState,
 )
-from ...errors import A2ASyncError, ConfigurationError, InternalError, TaskNotFound
+from ...errors import ConfigurationError, InternalError
 from ..events import DEFAULT_SUBSCRIBER_BUFFER, EventBroker, LogEntry, Subscription
 from ._encode import event_blob
 from ._sqlite_cache import TaskCache, TaskRecord
@@ -57,12 +61,10 @@ from ._sqlite_schema import (
     ORPHANS_SQL,
     SCHEMA,
     SNAPSHOT_EVERY,
-    insert_event,
-    load_task_row,
     orphan_failure,
-    save_snapshot,
 )
-from ._sqlite_writer import DURABLE_WRITE_TIMEOUT, BatchWriter, WriteOp
+from ._sqlite_tasks import TaskWrites
+from ._sqlite_writer import BatchWriter, WriteOp
 from .base import (
     DEFAULT_PAGE_SIZE,
     PageToken,
@@ -87,7 +89,7 @@ CLOSE_TIMEOUT: Final = 10.0
 _RUNNING: Final = (TaskState.submitted, TaskState.working)
 
 
-class SQLiteTaskStore(TaskStore):
+class SQLiteTaskStore(TaskWrites, TaskStore):
     """Tasks, event logs, claims and push configs in one SQLite file.
 
     Thread-safe. One lock guards the cache; the write connection is used by whoever
@@ -159,6 +161,25 @@ class SQLiteTaskStore(TaskStore):
         self._settle(record, op, task, 1)
         return StoredTask(task, 1, principal)
 
+    def create_unreported_task(self, task: Task, *, principal: str) -> StoredTask:
+        """Queue the creation without waiting for it: it is committed with the task's next
+        durable event, by the writer thread, or first by anyone who looks (see
+        :meth:`TaskStore.create_unreported_task`)."""
+        blob = event_blob(task)  # before anything changes: bad text fails this call only
+        with self._lock:
+            self._check_open()
+            if task.id in self._cache:
+                raise ConfigurationError(f"task {task.id!r} exists already")
+            if not self._broker.subscriber_count(task.id):
+                record = TaskRecord(task, principal, 0)
+                record.events.append(task)  # seq 1, told to nobody until committed
+                self._cache.put(task.id, record)
+                record.hidden = self._enqueue_event(
+                    record, task, 1, blob, wait=True, snapshot=True, hidden=True
+                )
+                return StoredTask(task, 1, principal)
+        return self.create_task(task, principal=principal)  # someone follows it already
+
     def append_event(self, task_id: str, event: StreamEvent) -> StoredTask:
         durable = is_final(event)
         blob = event_blob(event)  # before anything changes: bad text fails this call only
@@ -173,24 +194,35 @@ class SQLiteTaskStore(TaskStore):
             if not durable:
                 record.task = folded
                 record.events.append(event)
-                self._broker.publish(task_id, seq, event)
+                if record.hidden is None:  # (else published once the creation is durable)
+                    self._broker.publish(task_id, seq, event)
                 return StoredTask(folded, seq, record.principal)
             record.pending = True
         self._settle(record, op, event, seq, folded)
         return StoredTask(folded, seq, record.principal)
 
     def get_task(self, task_id: str, *, principal: str | None) -> StoredTask | None:
-        with self._lock:
-            record = self._record(task_id)
-            if record is None or (principal is not None and record.principal != principal):
-                return None
-            if record.seq == 0:  # its creation is not durable yet
-                return None
-            return StoredTask(record.task, record.seq, record.principal)
+        while True:
+            with self._lock:
+                record = self._record(task_id)
+                if record is None or (principal is not None and record.principal != principal):
+                    return None
+                hidden = record.hidden
+                if hidden is None:
+                    if record.seq == 0:  # its creation is not durable yet
+                        return None
+                    return StoredTask(record.task, record.seq, record.principal)
+                if hidden.finished:  # its creation failed: the task never existed
+                    self._cache.forget(task_id, record)
+                    return None
+            self._commit_hidden(hidden)  # someone looks: commit the creation first
 
     def events_after(self, task_id: str, after_seq: int) -> list[LogEntry]:
+        self._looked_at(task_id)
         with self._lock:
             record = self._cache.peek(task_id)
+            if record is not None and record.hidden is not None:  # created since, or failed
+                return []
             if record is not None and after_seq >= record.base:
                 start = after_seq - record.base
                 return [
@@ -291,130 +323,6 @@ class SQLiteTaskStore(TaskStore):
     def _check_open(self) -> None:
         if self._closed:
             raise InternalError("task store is closed")
-
-    def _record(self, task_id: str) -> TaskRecord | None:
-        """The cached record, loading it from the file on a miss (lock held)."""
-        record = self._cache.get(task_id)
-        if record is not None:
-            return record
-        with self._reader_lock:
-            try:
-                row = load_task_row(self._reader_db, task_id)
-            except sqlite3.Error as exc:
-                raise InternalError("task store read failed") from exc
-        if row is None:
-            return None
-        task, principal, seq, saved = row
-        record = TaskRecord(task, principal, seq, saved)
-        self._cache.put(task_id, record)
-        self._evict()
-        return record
-
-    def _evict(self) -> None:
-        for record in self._cache.evict():  # (lagging snapshots first: they go next time)
-            self._enqueue_snapshot(record)
-
-    def _settled_record(self, task_id: str) -> TaskRecord:
-        """The task's record once no creation or final write of it is in flight (lock held).
-
-        Raises:
-            TaskNotFound: No such task (or its creation failed).
-            InternalError: A write in flight did not end in time.
-        """
-        while True:
-            record = self._record(task_id)
-            if record is None:
-                raise TaskNotFound()
-            if record.broken is not None:
-                raise InternalError(
-                    f"task store: an earlier write of task {task_id!r} failed"
-                ) from record.broken
-            if not record.pending:
-                return record
-            if not self._settled.wait(DURABLE_WRITE_TIMEOUT):
-                raise InternalError(f"task store: a write of task {task_id!r} did not end")
-
-    def _settle(
-        self,
-        record: TaskRecord,
-        op: WriteOp,
-        event: StreamEvent,
-        seq: int,
-        folded: Task | None = None,
-    ) -> None:
-        """Wait for a creation or final write; only once it is durable does the cache take
-        it and do subscribers see it. On failure the cache stays as the file is.
-
-        Raises:
-            InternalError: The write failed or timed out (the caller was told nothing).
-            ConfigurationError: A created task exists already.
-        """
-        try:
-            op.wait()
-        except A2ASyncError:
-            with self._lock:
-                record.pending = False
-                record.snapshot_queued = record.saved  # (its snapshot was not written)
-                # A failed creation never existed; a timed-out write may still land:
-                # forget the record so the next read takes the file's word.
-                if seq == 1 or op.timed_out:
-                    self._cache.forget(record.task.id, record)
-                self._settled.notify_all()
-            raise
-        with self._lock:
-            record.pending = False
-            if folded is not None:
-                record.task = folded
-            record.events.append(event)
-            self._settled.notify_all()
-            self._broker.publish(record.task.id, seq, event)  # in log order, under the lock
-
-    def _enqueue_event(
-        self, record: TaskRecord, task: Task, seq: int, blob: bytes, *, wait: bool, snapshot: bool
-    ) -> WriteOp:
-        """Queue the log entry ``seq`` (and, with ``snapshot``, the task's row) (lock held)."""
-        task_id = task.id
-        principal = record.principal
-        if snapshot:
-            record.snapshot_queued = seq
-
-        def write(db: sqlite3.Connection) -> None:
-            if record.broken is not None:  # an earlier write of the task failed
-                raise InternalError(
-                    f"task store: an earlier write of task {task_id!r} failed"
-                ) from record.broken
-            insert_event(db, task_id, seq, blob)
-            if snapshot:
-                save_snapshot(db, task, seq, principal)
-
-        def committed() -> None:
-            with self._lock:
-                record.committed = max(record.committed, seq)
-                if snapshot:
-                    record.saved = max(record.saved, seq)
-                if len(self._cache) > self._cache.size:
-                    self._evict()
-
-        def failed(exc: BaseException) -> None:  # on the writer thread, before later ops
-            if not wait:  # nobody waits for it: later writes and appends of the task fail
-                record.broken = exc
-
-        return self._writer.put(WriteOp(write, wait=wait, committed=committed, failed=failed))
-
-    def _enqueue_snapshot(self, record: TaskRecord) -> None:
-        """Queue a write of the record's current snapshot, its log being in the file
-        already (lock held). A failure leaves the older snapshot: the log still has all."""
-        task, seq, principal = record.task, record.seq, record.principal
-        record.snapshot_queued = seq
-
-        def write(db: sqlite3.Connection) -> None:
-            save_snapshot(db, task, seq, principal)
-
-        def committed() -> None:
-            with self._lock:
-                record.saved = max(record.saved, seq)
-
-        self._writer.put(WriteOp(write, wait=False, committed=committed))
 
     def _submit(self, apply: Callable[[sqlite3.Connection], None], *, wait: bool) -> WriteOp:
         with self._lock:
