@@ -321,7 +321,7 @@ class A2AApplication:
                 return self._stream(start_response, operation, params, call, codec)
             result = self.handler.dispatch(operation, params, call)
             if operation is Operation.GET_EXTENDED_CARD:
-                result = self._cards.complete(result, environ)
+                result = self._cards.extended(result, environ)
             payload = encode_result(request_id, dump_result(codec, operation, result))
         except RPCError as exc:
             payload = error_payload(
