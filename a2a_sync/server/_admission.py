@@ -26,7 +26,9 @@ class Admission:
 
     def __init__(self, max_streams: int) -> None:
         self.max_streams = max_streams
-        self._lock = threading.Condition()
+        #: Notified whenever a stream closes or a unary call ends.
+        self.changed = threading.Condition()
+        self._lock = self.changed
         self._streams: set[SSEBody] = set()
         self._refusals = RefusalLog()
         self._in_flight = 0

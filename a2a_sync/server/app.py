@@ -195,6 +195,7 @@ class A2AApplication:
         )
         self._rest = RESTBinding(self, opts.rest_path) if opts.rest_path is not None else None
         self._admission = Admission(opts.max_streams)
+        self._lock = self._admission.changed  # notified when a stream or unary call ends
         self._admit = self._admission.admit
         self._release = self._admission.release
 
