@@ -63,7 +63,7 @@ class MessageIntake:
         self, params: SendMessageParams, call: CallContext, *, streaming: bool, inline: bool = False
     ) -> Accepted:
         """Validate a message, claim its id, and start (or queue) its run (on this thread
-        when ``inline`` and the executor allows it: see ``AgentExecutor.run_inline``).
+        when ``inline`` and the pool allows it: see :mod:`a2a_sync.server.inline`).
 
         Returns ``(run, stream, None)`` for a run to wait on or stream (``stream`` only
         when ``streaming``): a new run, or the one a repeated message started before;

@@ -48,17 +48,16 @@ class AgentExecutor(abc.ABC):
     per-request state on the stack, and guard shared state yourself.
 
     Attributes:
-        run_inline: Set to True (on the class) for an agent whose ``execute`` settles the
-            task and returns quickly, without waiting on models, tools or the network.
-            A blocking ``SendMessage`` then runs it on the request's own thread instead
-            of handing it to a worker thread and waiting (two thread switches saved; it
-            still counts toward ``workers`` and falls back to a worker thread when none
-            is free). Cancellation is unchanged. The blocking timeout cannot cut such a
-            run short (the answer comes when ``execute`` returns), so leave it False
-            for anything that may wait.
+        run_inline: Whether a blocking ``SendMessage`` may run ``execute`` on the
+            request's own thread instead of handing it to a worker thread and waiting
+            (two thread switches saved). True (default): once the agent has shown its
+            runs are quick, and not after a slow one, when the pool has a slot for it
+            (see :mod:`a2a_sync.server.inline`); it counts toward ``workers``. Set it to
+            False (on the class) to always use worker threads. Cancellation, the stream
+            cap and the blocking timeout of runs on worker threads are unchanged.
     """
 
-    run_inline: ClassVar[bool] = False
+    run_inline: ClassVar[bool] = True
 
     @abc.abstractmethod
     def execute(self, context: RequestContext, updater: TaskUpdater) -> None:

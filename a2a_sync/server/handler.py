@@ -51,6 +51,7 @@ from ._push_configs import PushNotifier, Webhooks
 from .cancel import REMOTE_CANCEL_TIMEOUT, TaskCanceller  # noqa: F401 - the constant lived here
 from .context import CallContext
 from .executor import AgentExecutor, ExecuteFunction, FunctionExecutor
+from .inline import InlinePolicy
 from .pool import DEFAULT_WORKERS, WorkerPool
 from .push_policy import PushSettings
 from .runs import (
@@ -124,8 +125,9 @@ class DefaultRequestHandler:
     """Every A2A operation over a task store and an agent executor.
 
     Thread-safe: one instance serves all request threads. Agents run on a bounded pool
-    of daemon threads (:class:`~a2a_sync.server.pool.WorkerPool`); messages for one task
-    run one after another.
+    of daemon threads (:class:`~a2a_sync.server.pool.WorkerPool`), or a blocking send's
+    own thread for an agent that is quick (:mod:`~a2a_sync.server.inline`); messages for
+    one task run one after another.
 
     Args:
         card: The agent card (its capabilities decide what is allowed).
@@ -177,7 +179,8 @@ class DefaultRequestHandler:
         )
         self._extended_card = extended_card
         self._blocking_timeout = blocking_timeout
-        self._runs = RunScheduler(self.executor, WorkerPool(workers))
+        self._inline = InlinePolicy(self.executor, blocking_timeout=blocking_timeout)
+        self._runs = RunScheduler(self._inline.executor, WorkerPool(workers))
         capabilities = card.capabilities
         self._streaming = bool(capabilities.streaming)
         self._extended = bool(capabilities.extended_agent_card)
@@ -220,7 +223,8 @@ class DefaultRequestHandler:
         config = params.configuration
         history_length = config.history_length if config is not None else None
         immediate = config is not None and config.return_immediately
-        run, _, existing = self._intake.accept(params, call, streaming=False, inline=not immediate)
+        inline = not immediate and self._inline.allows()
+        run, _, existing = self._intake.accept(params, call, streaming=False, inline=inline)
         if run is None:
             assert existing is not None
             task = existing.task
