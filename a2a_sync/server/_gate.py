@@ -24,7 +24,8 @@ class CallerGate:
     Args:
         authenticate: ``authenticate(environ) -> Principal | None`` (``None``: everyone
             is anonymous).
-        allow_anonymous: Accept callers the authenticator did not identify.
+        allow_anonymous: Accept callers the authenticator did not identify (``None``:
+            only when there is no authenticator).
         allowed_origins: Origins accepted in ``Origin`` besides the request's own.
     """
 
@@ -32,11 +33,11 @@ class CallerGate:
         self,
         authenticate: Authenticator | None,
         *,
-        allow_anonymous: bool,
+        allow_anonymous: bool | None,
         allowed_origins: Iterable[str],
     ) -> None:
         self._authenticate = authenticate
-        self._allow_anonymous = allow_anonymous
+        self._allow_anonymous = authenticate is None if allow_anonymous is None else allow_anonymous
         self._allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
 
     def principal(self, environ: Mapping[str, Any]) -> Principal | None:

@@ -167,9 +167,7 @@ class A2AApplication:
         self._authenticate = opts.authenticate
         gate = CallerGate(
             opts.authenticate,
-            allow_anonymous=(
-                opts.authenticate is None if opts.allow_anonymous is None else opts.allow_anonymous
-            ),
+            allow_anonymous=opts.allow_anonymous,
             allowed_origins=opts.allowed_origins,
         )
         # The bindings ask these (rest.py, grpc_service.py).
@@ -367,8 +365,6 @@ class A2AApplication:
         body.attach(events)
         start_response("200 OK", list(SSE_HEADERS))
         return body
-
-    # -- checks ------------------------------------------------------------------------------
 
     def _check_extended_card(self) -> None:
         if not self.card.capabilities.extended_agent_card:
