@@ -49,9 +49,10 @@ THREADS = 8
 # -- the servers (run in their own process) ------------------------------------------------------
 
 
-def serve_ours(port: int, store_kind: str = "memory", *, inline: bool = False) -> None:
-    """``store_kind``: ``"memory"`` or ``"sqlite"``; ``inline``: the agent is marked
-    ``run_inline`` (blocking sends run it on the request's thread)."""
+def serve_ours(port: int, store_kind: str = "memory", *, inline: bool = True) -> None:
+    """``store_kind``: ``"memory"`` or ``"sqlite"``; ``inline``: the agent's
+    ``run_inline`` (default True: blocking sends run it on the request's thread once it
+    has shown it is quick; False: always on worker threads)."""
     import tempfile
 
     from a2a_sync.server import A2AApplication, AgentExecutor, RequestContext, TaskUpdater
@@ -212,7 +213,7 @@ SERVERS.update(
     bare=serve_bare,
     sdk=serve_sdk,
     sqlite=lambda port: serve_ours(port, "sqlite"),
-    **{"ours-inline": lambda port: serve_ours(port, inline=True)},
+    **{"ours-workers": lambda port: serve_ours(port, inline=False)},
 )
 
 

@@ -17,7 +17,9 @@ Sections:
 * ``server``: blocking ``SendMessage``, one keep-alive ``http.client`` connection; server
   process CPU from ``/proc`` (10 ms ticks: use n >= 500). a2a_sync on waitress (direct
   reply ``msg``, completed task ``task``), the floor (a bare WSGI app on waitress with a
-  fixed reply) and the official a2a-sdk server on uvicorn. Goal: ours-msg <= 2 x bare.
+  fixed reply) and the official a2a-sdk server on uvicorn; ``a2a_sync-workers`` is the
+  same agent with ``run_inline = False`` (every run handed to a worker thread). Goal:
+  ours-msg <= 2 x bare.
 * ``import``: a fresh interpreter per statement; its CPU (``wait4`` rusage) minus that of
   ``python -c pass`` in the same repetition, in ms. Goal: ``import a2a_sync`` <= 1.05 x
   the imports of what it loads; also shown: a client import against its dependencies.
@@ -181,7 +183,7 @@ def _server(which: str) -> Iterator[tuple[int, int]]:
 
 
 def server_section(n: int, reps: int, *, official: bool) -> list[Row]:
-    wanted = ["bare", "ours", "ours-inline", *(["sdk"] if official else [])]
+    wanted = ["bare", "ours", "ours-workers", *(["sdk"] if official else [])]
     with contextlib.ExitStack() as stack:
         servers = {name: stack.enter_context(_server(name)) for name in wanted}
         variants = []
@@ -189,7 +191,7 @@ def server_section(n: int, reps: int, *, official: bool) -> list[Row]:
             label = {
                 "bare": "waitress-bare",
                 "ours": "a2a_sync",
-                "ours-inline": "a2a_sync-run_inline",
+                "ours-workers": "a2a_sync-workers",
                 "sdk": "a2a-sdk",
             }[name]
             client = a2a_server.Client(port)
@@ -266,7 +268,6 @@ GOALS = {
     "client": [("a2a_sync", 1.5, "a2a_sync client CPU <= 1.5 x urllib3")],
     "server": [
         ("a2a_sync-msg", 2.0, "a2a_sync server CPU (msg) <= 2 x bare waitress"),
-        ("a2a_sync-run_inline-msg", 2.0, "same, agent marked run_inline"),
     ],
 }
 

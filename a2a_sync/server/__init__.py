@@ -29,7 +29,7 @@ from .push import PushSender
 from .push_options import PushSenderOptions
 from .push_policy import PushSettings
 from .runs import EventStream
-from .serving import RunningServer, ServerHandle, serve, serve_in_thread
+from .serving import RunningServer, ServeOptions, ServerHandle, serve, serve_in_thread
 from .settings import AppSettings
 from .stores import InMemoryTaskStore, SQLiteTaskStore, TaskStore
 
@@ -55,6 +55,7 @@ __all__ = [
     "RequestHandler",
     "RunningServer",
     "SQLiteTaskStore",
+    "ServeOptions",
     "ServerHandle",
     "ServerLimits",
     "StreamingRequestHandler",

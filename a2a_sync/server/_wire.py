@@ -50,6 +50,7 @@ __all__ = [
     "error_payload",
     "extensions_of",
     "headers_of",
+    "json_ok",
     "host_allowed",
     "load_params",
     "loads_strict",
@@ -350,6 +351,12 @@ def error_object(exc: RPCError, revision: str) -> dict[str, Any]:
 
 def error_payload(exc: RPCError, request_id: Any, revision: str) -> bytes:
     return encode({"jsonrpc": "2.0", "id": request_id, "error": error_object(exc, revision)})
+
+
+def json_ok(start_response: StartResponse, body: bytes) -> list[bytes]:
+    """A 200 answer with a JSON ``body``."""
+    start_response("200 OK", [*JSON_HEADERS, ("Content-Length", str(len(body)))])
+    return [body]
 
 
 def plain(

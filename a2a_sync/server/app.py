@@ -36,11 +36,9 @@ within a grace period and stops the agent threads.
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from .._net.jsonrpc import encode_result
 from ..a2a.codec import Codec, codec_for
@@ -54,8 +52,10 @@ from ..errors import (
     RPCError,
     UnsupportedOperation,
 )
+from ._admission import Admission
+from ._gate import CallerGate
 from ._hosts import HOST_REFUSED, allowed_hosts_for, host_permitted
-from ._streams import SSE_HEADERS, Prefetched, RefusalLog, SSEBody
+from ._streams import SSE_HEADERS, Prefetched, SSEBody
 from ._wire import (
     JSON_HEADERS,
     JSON_TYPES,
@@ -69,6 +69,7 @@ from ._wire import (
     extensions_of,
     headers_of,
     host_allowed,
+    json_ok,
     load_params,
     plain,
     read_body,
@@ -76,13 +77,12 @@ from ._wire import (
     retry_after_header,
     unauthorized,
 )
-from .auth import ANONYMOUS, Principal
+from .auth import Principal
 from .bindings.rest import RESTBinding
 from .card import CARD_PATH, CardPublisher
 from .context import CallContext
 from .executor import AgentExecutor, ExecuteFunction
 from .handler import (
-    DefaultRequestHandler,
     RequestHandler,
     StreamingRequestHandler,
 )
@@ -92,6 +92,7 @@ from .settings import (
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_STREAMS,
     AppSettings,
+    handler_for,
     resolve_settings,
 )
 
@@ -159,48 +160,22 @@ class A2AApplication:
             raise ConfigurationError("rpc_path must start with '/'")
         self.settings = opts
         self.card = card
-        push_sender = opts.push_sender
-        if handler is None:
-            assert executor is not None
-            if push_sender is None and card.capabilities.push_notifications:
-                from .push import PushSender  # noqa: PLC0415 - only apps that push need it
-
-                push_sender = PushSender()
-                self._owned_push: Any = push_sender
-            else:
-                self._owned_push = None
-            try:
-                handler = DefaultRequestHandler(
-                    card,
-                    executor,
-                    task_store=opts.task_store,
-                    push_sender=push_sender,
-                    extended_card=opts.extended_card,
-                    workers=opts.workers,
-                    blocking_timeout=opts.blocking_timeout,
-                    push=opts.push,
-                    deduplicate_messages=opts.deduplicate_messages,
-                )
-            except ConfigurationError:
-                if self._owned_push is not None:
-                    self._owned_push.close(0.0)  # its threads must not outlive the error
-                raise
-        else:
-            if opts.push is not None:
-                raise ConfigurationError(
-                    "push settings configure the default handler: pass them to"
-                    " DefaultRequestHandler(push=...) instead"
-                )
-            self._owned_push = None
+        handler, self._owned_push = handler_for(card, executor, handler, opts)
         # A handler of one's own answers for its extended card itself.
         self._extended_configured = opts.extended_card is not None or executor is None
         self.handler: Any = handler
         self._authenticate = opts.authenticate
-        self._allow_anonymous = (
-            opts.authenticate is None if opts.allow_anonymous is None else opts.allow_anonymous
+        gate = CallerGate(
+            opts.authenticate,
+            allow_anonymous=opts.allow_anonymous,
+            allowed_origins=opts.allowed_origins,
         )
+        # The bindings ask these (rest.py, grpc_service.py).
+        self._principal = gate.principal
+        self._challenge = gate.challenge
+        self._refusal = gate.refusal
+        self._origin_allowed = gate.origin_allowed
         self.allowed_hosts = allowed_hosts_for(card, opts.allowed_hosts)
-        self._allowed_origins = frozenset(o.lower().rstrip("/") for o in opts.allowed_origins)
         self.rpc_path = opts.rpc_path
         self.max_body_bytes = opts.max_body_bytes
         self.max_streams = opts.max_streams
@@ -217,11 +192,10 @@ class A2AApplication:
             rest_path=opts.rest_path,
         )
         self._rest = RESTBinding(self, opts.rest_path) if opts.rest_path is not None else None
-        self._lock = threading.Condition()
-        self._streams: set[SSEBody] = set()
-        self._refusals = RefusalLog()
-        self._in_flight = 0
-        self._closing = False
+        self._admission = Admission(opts.max_streams)
+        self._lock = self._admission.changed  # notified when a stream or unary call ends
+        self._admit = self._admission.admit
+        self._release = self._admission.release
 
     # -- WSGI entry --------------------------------------------------------------------------
 
@@ -237,7 +211,7 @@ class A2AApplication:
                 )
             return self._serve_card(environ, start_response, head=method == "HEAD")
         if path == getattr(self._authenticate, "metadata_path", None) and method == "GET":
-            return _json(start_response, self._authenticate.metadata())  # type: ignore[union-attr]
+            return json_ok(start_response, self._authenticate.metadata())  # type: ignore[union-attr]
         if self._rest is not None and path != self.rpc_path and self._rest.owns(path):
             return self._rest(environ, start_response)
         if path != self.rpc_path:
@@ -346,7 +320,7 @@ class A2AApplication:
                 return self._stream(start_response, operation, params, call, codec)
             result = self.handler.dispatch(operation, params, call)
             if operation is Operation.GET_EXTENDED_CARD:
-                result = self._cards.complete(result, environ)
+                result = self._cards.extended(result, environ)
             payload = encode_result(request_id, dump_result(codec, operation, result))
         except RPCError as exc:
             payload = error_payload(
@@ -368,19 +342,19 @@ class A2AApplication:
         *,
         body_class: type[SSEBody] = SSEBody,
     ) -> Iterable[bytes]:
-        with self._lock:
-            if len(self._streams) >= self.max_streams or self._closing:
-                self._refusals.note(len(self._streams))
-                return body_class.busy(start_response)
-            body = body_class(
+        admission = self._admission
+        body = admission.open_stream(
+            lambda: body_class(
                 codec,
                 call.request_id,
                 call.revision,
                 heartbeat_interval=self.heartbeat_interval,
-                closing=lambda: self._closing,
-                on_close=self._stream_closed,
+                closing=lambda: admission.closing,
+                on_close=admission.stream_closed,
             )
-            self._streams.add(body)
+        )
+        if body is None:
+            return body_class.busy(start_response)
         try:
             events = self.handler.dispatch_stream(operation, params, call)
             if not hasattr(events, "poll"):  # plain iterators: surface upfront errors now
@@ -392,79 +366,18 @@ class A2AApplication:
         start_response("200 OK", list(SSE_HEADERS))
         return body
 
-    def _stream_closed(self, body: SSEBody) -> None:
-        with self._lock:
-            self._streams.discard(body)
-            self._lock.notify_all()
-
-    # -- admission (shared by the bindings) ---------------------------------------------------
-
-    def _admit(self) -> bool:
-        """Count a unary call in flight; ``False`` when the app is closing (answer 503)."""
-        with self._lock:
-            if self._closing:
-                return False
-            self._in_flight += 1
-            return True
-
-    def _release(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
-            self._lock.notify_all()
-
-    # -- checks ------------------------------------------------------------------------------
-
     def _check_extended_card(self) -> None:
         if not self.card.capabilities.extended_agent_card:
             raise UnsupportedOperation("this agent has no extended card")
         if not self._extended_configured:
             raise ExtendedAgentCardNotConfigured()
 
-    def _principal(self, environ: Mapping[str, Any]) -> Principal | None:
-        if self._authenticate is None:
-            return ANONYMOUS
-        try:
-            principal = self._authenticate(environ)
-        except Exception:  # a failing hook must not become a 500 with a traceback
-            logger.exception("the authentication hook raised")
-            principal = None
-        if principal is None:
-            # Anonymous callers may be allowed; a caller presenting credentials the
-            # authenticator refused is not anonymous (A2A 1.0 §3.3.2: invalid credentials
-            # are rejected).
-            presented = bool(environ.get("HTTP_AUTHORIZATION", "").strip())
-            return ANONYMOUS if self._allow_anonymous and not presented else None
-        return principal
-
-    def _challenge(self, environ: Mapping[str, Any]) -> str:
-        """``WWW-Authenticate`` of a 401, for every binding: the authenticator's own
-        challenge when it has one (e.g. JWTBearerAuth: ``resource_metadata``, ``scope``)."""
-        challenge = getattr(self._authenticate, "challenge", None)
-        return str(challenge(environ)) if challenge is not None else "Bearer"
-
-    def _refusal(self, principal: Principal, operation: Operation, method: str) -> str | None:
-        """``WWW-Authenticate`` of a 403 when the authenticator refuses ``principal`` the
-        operation (e.g. JWTBearerAuth's scopes per operation), else ``None``. Every binding
-        asks this before dispatching."""
-        refusal = getattr(self._authenticate, "refusal", None)
-        return None if refusal is None else refusal(principal, operation.value, method)
-
-    def _origin_allowed(self, environ: Mapping[str, Any]) -> bool:
-        origin = environ.get("HTTP_ORIGIN")
-        if origin is None:
-            return True  # not a browser: DNS rebinding and CSRF need one
-        origin = origin.lower().rstrip("/")
-        if origin in self._allowed_origins:
-            return True
-        parts = urlsplit(origin)
-        return bool(parts.netloc) and parts.netloc == environ.get("HTTP_HOST", "").lower()
-
     # -- lifecycle ---------------------------------------------------------------------------
 
     @property
     def active_streams(self) -> int:
         """Streams open now."""
-        return len(self._streams)
+        return self._admission.active_streams
 
     def close(self, grace: float = DEFAULT_GRACE_PERIOD) -> bool:
         """Shut down: refuse new calls (503), end open streams, let unary calls finish.
@@ -476,15 +389,7 @@ class A2AApplication:
             True when everything finished within ``grace``.
         """
         deadline = time.monotonic() + grace
-        with self._lock:
-            self._closing = True
-            streams = list(self._streams)
-        for body in streams:
-            body.interrupt()
-        with self._lock:
-            calm = self._lock.wait_for(
-                lambda: self._in_flight == 0, timeout=max(0.0, deadline - time.monotonic())
-            )
+        calm = self._admission.close(deadline)
         close = getattr(self.handler, "close", None)
         finished = bool(close(max(0.0, deadline - time.monotonic()))) if close else True
         if self._owned_push is not None:
@@ -493,8 +398,3 @@ class A2AApplication:
 
     def __repr__(self) -> str:
         return f"<A2AApplication {self.card.name!r} rpc={self.rpc_path!r}>"
-
-
-def _json(start_response: StartResponse, body: bytes) -> list[bytes]:
-    start_response("200 OK", [*JSON_HEADERS, ("Content-Length", str(len(body)))])
-    return [body]

@@ -178,6 +178,13 @@ class CardPublisher:
         interfaces += self._advertised
         return attrs.evolve(card, supported_interfaces=interfaces)
 
+    def extended(self, card: AgentCard, environ: Mapping[str, Any]) -> AgentCard:
+        """The extended card as served to an authenticated caller: completed like the
+        public card (:meth:`complete`) and signed by the same signer, so a client that
+        verifies the public card verifies this one too."""
+        completed = self.complete(card, environ)
+        return self._signer(completed) if self._signer is not None else completed
+
     def advertise(self, interface: AgentInterface) -> None:
         """List ``interface`` too in derived cards (a binding on another port, such as
         gRPC's, known once it is bound)."""

@@ -1,16 +1,19 @@
-"""What the server knows about one JSON-RPC call, handed to handlers and executors."""
+"""What the server knows about one call (:class:`CallContext`, handed to handlers) and
+about one message an agent handles (:class:`RequestContext`, handed to executors)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from ..a2a.methods import Operation
+from ..a2a.types import Message, SendMessageConfiguration, Task
 from .auth import ANONYMOUS, Principal
 
-__all__ = ["CallContext"]
+__all__ = ["CallContext", "RequestContext"]
 
 
 @attrs.frozen(kw_only=True)
@@ -40,3 +43,57 @@ class CallContext:
     extensions: frozenset[str] = frozenset()
     headers: Mapping[str, str] = attrs.field(factory=dict, repr=False)
     environ: Mapping[str, Any] = attrs.field(factory=dict, repr=False, eq=False)
+
+
+@attrs.frozen(kw_only=True)
+class RequestContext:
+    """Everything an executor knows about the message it is handling.
+
+    Immutable (the cancellation flag aside) and safe to share between threads.
+
+    Attributes:
+        message: The user's message.
+        task_id: The task this message runs in (new tasks get a fresh id).
+        context_id: The conversation (the message's, the task's, or a fresh one).
+        current_task: The task as it was before this message (``None`` for a new task;
+            set when the message answers ``input_required``).
+        configuration: The client's send options.
+        metadata: The request's metadata.
+        principal: Who sent it.
+        requested_extensions: Extension URIs the client asked for.
+        call: The call that delivered the message.
+    """
+
+    message: Message
+    task_id: str
+    context_id: str
+    current_task: Task | None = None
+    configuration: SendMessageConfiguration | None = None
+    metadata: dict[str, Any] | None = None
+    principal: Principal = ANONYMOUS
+    requested_extensions: frozenset[str] = frozenset()
+    call: CallContext = attrs.field(factory=CallContext, repr=False)
+    _cancelled: threading.Event = attrs.field(
+        factory=threading.Event, repr=False, eq=False, alias="_cancelled"
+    )
+
+    @property
+    def text(self) -> str:
+        """The text parts of the user's message, joined with newlines."""
+        return self.message.text
+
+    @property
+    def is_cancelled(self) -> bool:
+        """True once a client asked to cancel the task."""
+        return self._cancelled.is_set()
+
+    def wait_cancelled(self, timeout: float) -> bool:
+        """Sleep up to ``timeout`` seconds, waking early on cancellation.
+
+        Returns:
+            True if the task was cancelled.
+        """
+        return self._cancelled.wait(timeout)
+
+    def _cancel(self) -> None:
+        self._cancelled.set()

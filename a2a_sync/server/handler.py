@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, Final, Protocol
 
@@ -35,7 +34,6 @@ from ..a2a.types import (
     Message,
     PushConfigParams,
     PushNotificationConfig,
-    Role,
     SendMessageParams,
     StreamEvent,
     Task,
@@ -43,24 +41,22 @@ from ..a2a.types import (
 )
 from ..errors import (
     ExtendedAgentCardNotConfigured,
-    ExtensionSupportRequired,
     InvalidParams,
     MethodNotFound,
     TaskNotFound,
     UnsupportedOperation,
 )
+from ._intake import MessageIntake
 from ._push_configs import PushNotifier, Webhooks
 from .cancel import REMOTE_CANCEL_TIMEOUT, TaskCanceller  # noqa: F401 - the constant lived here
 from .context import CallContext
-from .executor import AgentExecutor, ExecuteFunction, FunctionExecutor, RequestContext
+from .executor import AgentExecutor, ExecuteFunction, FunctionExecutor
+from .inline import InlinePolicy
 from .pool import DEFAULT_WORKERS, WorkerPool
 from .push_policy import PushSettings
 from .runs import (
     EventStream,
-    Run,
     RunScheduler,
-    RunStream,
-    SnapshotStream,
     TaskSubscriptionStream,
     follow_until,
 )
@@ -129,8 +125,9 @@ class DefaultRequestHandler:
     """Every A2A operation over a task store and an agent executor.
 
     Thread-safe: one instance serves all request threads. Agents run on a bounded pool
-    of daemon threads (:class:`~a2a_sync.server.pool.WorkerPool`); messages for one task
-    run one after another.
+    of daemon threads (:class:`~a2a_sync.server.pool.WorkerPool`), or a blocking send's
+    own thread for an agent that is quick (:mod:`~a2a_sync.server.inline`); messages for
+    one task run one after another.
 
     Args:
         card: The agent card (its capabilities decide what is allowed).
@@ -169,11 +166,6 @@ class DefaultRequestHandler:
         deduplicate_messages: bool = True,
     ) -> None:
         self.card = card
-        self._deduplicate = deduplicate_messages
-        #: Extensions the card marks required: a message must declare them (A2A 1.0 §3.3.4).
-        self._required_extensions = frozenset(
-            e.uri for e in card.capabilities.extensions if e.required
-        )
         self.executor = (
             executor if isinstance(executor, AgentExecutor) else FunctionExecutor(executor)
         )
@@ -187,11 +179,20 @@ class DefaultRequestHandler:
         )
         self._extended_card = extended_card
         self._blocking_timeout = blocking_timeout
-        self._runs = RunScheduler(self.executor, WorkerPool(workers))
+        self._inline = InlinePolicy(self.executor, blocking_timeout=blocking_timeout)
+        self._runs = RunScheduler(self._inline.executor, WorkerPool(workers))
         capabilities = card.capabilities
         self._streaming = bool(capabilities.streaming)
         self._extended = bool(capabilities.extended_agent_card)
         self._canceller = TaskCanceller(self.store, self._runs, self.executor, self._on_event)
+        self._intake = MessageIntake(
+            self.store,
+            self._runs,
+            self._webhooks,
+            self._on_event,
+            required_extensions=frozenset(e.uri for e in capabilities.extensions if e.required),
+            deduplicate=deduplicate_messages,
+        )
         # A store shared with other worker processes forwards their cancel requests here.
         self.store.add_cancel_listener(self._canceller.on_remote_cancel)
 
@@ -222,7 +223,8 @@ class DefaultRequestHandler:
         config = params.configuration
         history_length = config.history_length if config is not None else None
         immediate = config is not None and config.return_immediately
-        run, _, existing = self._accept(params, call, streaming=False, inline=not immediate)
+        inline = not immediate and self._inline.allows()
+        run, _, existing = self._intake.accept(params, call, streaming=False, inline=inline)
         if run is None:
             assert existing is not None
             task = existing.task
@@ -240,148 +242,11 @@ class DefaultRequestHandler:
 
     def stream_message(self, params: SendMessageParams, call: CallContext) -> EventStream:
         """SendStreamingMessage: the run's events until the task settles."""
-        _, stream, existing = self._accept(params, call, streaming=True)
+        _, stream, existing = self._intake.accept(params, call, streaming=True)
         if stream is None:
             assert existing is not None
-            return self._follow(existing)
+            return self._intake.follow(existing)
         return stream
-
-    def _accept(
-        self, params: SendMessageParams, call: CallContext, *, streaming: bool, inline: bool = False
-    ) -> tuple[Run | None, RunStream | None, StoredTask | None]:
-        """Validate a message, claim its id, and start (or queue) its run (on this thread
-        when ``inline`` and the executor allows it: see ``AgentExecutor.run_inline``).
-
-        Returns ``(run, stream, None)`` for a run to wait on or stream (``stream`` only
-        when ``streaming``): a new run, or the one a repeated message started before;
-        ``(None, None, stored)`` for a repeated message whose task exists already.
-        """
-        self._check_message(params, call)
-        message = params.message
-        config = params.configuration
-        principal = call.principal.name
-        current: StoredTask | None = None
-        if message.task_id:
-            current = self.store.get_task(message.task_id, principal=principal)
-            if current is None:
-                raise TaskNotFound()
-            task = current.task
-            if message.context_id and task.context_id and message.context_id != task.context_id:
-                raise InvalidParams("contextId does not match the task's")
-            task_id = task.id
-            context_id = task.context_id or message.context_id or str(uuid.uuid4())
-        else:
-            # A contextId belongs to the caller that sends it: the same id from two
-            # callers names two conversations, and nothing tells one about the other's.
-            task_id = str(uuid.uuid4())
-            context_id = message.context_id or str(uuid.uuid4())
-        if config is not None and config.push_notification_config is not None:
-            room_in = current.task.id if current is not None else None
-            self._webhooks.check_room(room_in, config.push_notification_config.id, principal)
-        claimed = (
-            self.store.claim_message(principal, message.message_id, task_id)
-            if self._deduplicate
-            else None
-        )
-        # The run holds the message's claim unless the id was claimed by another message.
-        holds_claim = self._deduplicate
-        if claimed is not None and self._same_message(claimed, message, principal):
-            earlier = self._earlier(claimed, principal, streaming)
-            if earlier is not None:
-                return earlier
-            task_id = claimed  # the earlier answer was a direct reply: answer again
-        elif claimed is not None:
-            holds_claim = False
-        if current is not None and current.task.status.state.is_terminal:
-            raise UnsupportedOperation(f"task is {current.task.status.state.value}")
-        context = RequestContext(
-            message=_bound(message, task_id, context_id),
-            task_id=task_id,
-            context_id=context_id,
-            current_task=current.task if current is not None else None,
-            configuration=config,
-            metadata=params.metadata,
-            principal=call.principal,
-            requested_extensions=call.extensions,
-            call=call,
-        )
-        run = Run(context, self.store, principal, self._on_event, holds_claim=holds_claim)
-        if config is not None and config.push_notification_config is not None:
-            self._webhooks.save(
-                config.push_notification_config,
-                task_id,
-                principal=principal,
-                revision=call.revision,
-                checked=True,
-            )
-        stream = None
-        if current is not None:  # the user's answer joins the history before the agent runs
-            stored = self.store.append_event(task_id, context.message)
-            run.created.set()
-            if streaming:
-                sub = self.store.subscribe(task_id, after_seq=stored.seq)
-                stream = RunStream(run, sub, stored.task)
-        elif streaming:
-            stream = RunStream(run, self.store.subscribe(task_id, after_seq=0))
-        self._runs.start(run, inline=inline)
-        return run, stream, None
-
-    def _check_message(self, params: SendMessageParams, call: CallContext) -> None:
-        """Refuse a message that no run may start from (before anything is stored)."""
-        missing = self._required_extensions - call.extensions
-        if missing:
-            raise ExtensionSupportRequired(
-                f"this agent requires the extension(s) {', '.join(sorted(missing))}: "
-                "declare them in the A2A-Extensions header"
-            )
-        message = params.message
-        config = params.configuration
-        if config is not None and config.history_length is not None and config.history_length < 0:
-            raise InvalidParams("historyLength must not be negative")
-        if message.role is not Role.user:
-            raise InvalidParams("the message must come from the user (role user)")
-        if not message.parts:  # A2A 1.0 §4.1.4: a Message holds one or more parts
-            raise InvalidParams("message.parts must hold at least one part")
-        if config is not None and config.push_notification_config is not None:
-            self._webhooks.check_url(config.push_notification_config.url)
-
-    def _same_message(self, claimed: str, message: Message, principal: str) -> bool:
-        """Whether a message whose id was claimed for task ``claimed`` is that message
-        again (a resend), not a new message reusing the id: it names the same task (or
-        none) and conversation, and carries the same parts as the one in the task."""
-        if message.task_id and message.task_id != claimed:
-            return False
-        stored = self.store.get_task(claimed, principal=principal)
-        if stored is None:
-            return not message.task_id  # still running, or answered by a direct reply
-        task = stored.task
-        if message.context_id and task.context_id and message.context_id != task.context_id:
-            return False
-        first = next((m for m in task.history if m.message_id == message.message_id), None)
-        return first is None or first.parts == message.parts
-
-    def _earlier(
-        self, task_id: str, principal: str, streaming: bool
-    ) -> tuple[Run | None, RunStream | None, StoredTask | None] | None:
-        """What a repeated message is answered with: the run its first delivery started
-        (still running here), or its task; ``None`` when neither exists (the first
-        delivery was answered with a direct reply, which is not kept)."""
-        run = self._runs.active(task_id)
-        stored = self.store.get_task(task_id, principal=principal)
-        if run is not None and run.context.principal.name == principal:
-            if not streaming:
-                return run, None, None
-            if stored is None:
-                return run, RunStream(run, self.store.subscribe(task_id, after_seq=0)), None
-            sub = self.store.subscribe(task_id, after_seq=stored.seq)
-            return run, RunStream(run, sub, stored.task), None
-        if stored is not None:
-            return None, None, stored
-        return None
-
-    def _follow(self, stored: StoredTask) -> EventStream:
-        sub = self.store.subscribe(stored.task.id, after_seq=stored.seq)
-        return SnapshotStream(stored.task, sub)
 
     # -- tasks -------------------------------------------------------------------------------
 
@@ -509,13 +374,6 @@ class DefaultRequestHandler:
         Operation.DELETE_PUSH_CONFIG: delete_push_config,
         Operation.GET_EXTENDED_CARD: get_extended_card,
     }
-
-
-def _bound(message: Message, task_id: str, context_id: str) -> Message:
-    """The user's message with the task and conversation it belongs to."""
-    if message.task_id == task_id and message.context_id == context_id:
-        return message
-    return attrs.evolve(message, task_id=task_id, context_id=context_id)
 
 
 def _trim(task: Task, history_length: int | None) -> Task:

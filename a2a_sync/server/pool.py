@@ -31,12 +31,22 @@ class WorkerPool:
     Args:
         max_workers: Most threads running at once.
         name: Thread name prefix.
+        max_inline: Most callers running work on their own thread at once
+            (:meth:`run_here`); default half of ``max_workers`` (at least 1), so work
+            submitted to the pool always finds the other half.
     """
 
-    def __init__(self, max_workers: int = DEFAULT_WORKERS, *, name: str = "a2a-sync-agent") -> None:
+    def __init__(
+        self,
+        max_workers: int = DEFAULT_WORKERS,
+        *,
+        name: str = "a2a-sync-agent",
+        max_inline: int | None = None,
+    ) -> None:
         if max_workers < 1:
             raise ConfigurationError("max_workers must be at least 1")
         self.max_workers = max_workers
+        self.max_inline = max(1, max_workers // 2) if max_inline is None else max_inline
         self._name = name
         self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
@@ -71,13 +81,15 @@ class WorkerPool:
                 thread.start()
 
     def run_here(self, work: Callable[[], None]) -> bool:
-        """Run ``work()`` on the calling thread if a worker slot is free now.
+        """Run ``work()`` on the calling thread if a worker slot is free now and fewer
+        than ``max_inline`` callers run work here.
 
         The slot counts toward ``max_workers`` like a pool thread's, and :meth:`shutdown`
         waits for it. Exceptions are logged, never raised here.
 
         Returns:
-            False (nothing ran) when every slot is taken: submit the work instead.
+            False (nothing ran) when every slot is taken, or ``max_inline`` callers run
+            work here already: submit the work instead.
 
         Raises:
             InternalError: The pool is shut down.
@@ -85,7 +97,7 @@ class WorkerPool:
         with self._lock:
             if self._closed:
                 raise InternalError("the server is shutting down")
-            if not self._slots.acquire(blocking=False):
+            if self._inline >= self.max_inline or not self._slots.acquire(blocking=False):
                 return False
             self._inline += 1
         try:

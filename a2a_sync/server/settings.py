@@ -20,10 +20,17 @@ from typing import Any, Final
 
 import attrs
 
+from ..a2a.types import AgentCard
 from ..errors import ConfigurationError
 from .auth import Authenticator
 from .card import CardChooser, CardHeaders, CardSigner
-from .handler import DEFAULT_BLOCKING_TIMEOUT, ExtendedCard, PushNotifier
+from .executor import AgentExecutor, ExecuteFunction
+from .handler import (
+    DEFAULT_BLOCKING_TIMEOUT,
+    DefaultRequestHandler,
+    ExtendedCard,
+    PushNotifier,
+)
 from .pool import DEFAULT_WORKERS
 from .push_policy import PushSettings
 from .stores.base import TaskStore
@@ -34,6 +41,7 @@ __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_STREAMS",
     "AppSettings",
+    "handler_for",
     "resolve_settings",
 ]
 
@@ -143,3 +151,52 @@ def _unknown(name: str) -> str:
 def resolve_settings(settings: AppSettings | None, overrides: Mapping[str, Any]) -> AppSettings:
     """``settings`` (default: all defaults) with the keyword ``overrides`` applied."""
     return (settings or AppSettings()).evolve(**overrides)
+
+
+def handler_for(
+    card: AgentCard,
+    executor: AgentExecutor | ExecuteFunction | None,
+    handler: Any,
+    settings: AppSettings,
+) -> tuple[Any, Any]:
+    """The application's handler and the push sender it made for it (closed with the
+    app; ``None`` when it made none): ``handler`` itself, or a
+    :class:`~a2a_sync.server.handler.DefaultRequestHandler` of ``executor`` configured
+    by ``settings`` (a :class:`~a2a_sync.server.push.PushSender` is made when the card
+    declares push notifications and ``settings`` has no sender).
+
+    Raises:
+        ConfigurationError: Push settings with a handler of one's own, or unusable push
+            settings.
+    """
+    if handler is not None:
+        if settings.push is not None:
+            raise ConfigurationError(
+                "push settings configure the default handler: pass them to"
+                " DefaultRequestHandler(push=...) instead"
+            )
+        return handler, None
+    assert executor is not None
+    push_sender = settings.push_sender
+    owned: Any = None
+    if push_sender is None and card.capabilities.push_notifications:
+        from .push import PushSender  # noqa: PLC0415 - only apps that push need it
+
+        push_sender = owned = PushSender()
+    try:
+        handler = DefaultRequestHandler(
+            card,
+            executor,
+            task_store=settings.task_store,
+            push_sender=push_sender,
+            extended_card=settings.extended_card,
+            workers=settings.workers,
+            blocking_timeout=settings.blocking_timeout,
+            push=settings.push,
+            deduplicate_messages=settings.deduplicate_messages,
+        )
+    except ConfigurationError:
+        if owned is not None:
+            owned.close(0.0)  # its threads must not outlive the error
+        raise
+    return handler, owned

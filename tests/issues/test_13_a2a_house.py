@@ -56,6 +56,7 @@ EXPECTED_SERVER_ALL = {
     "RequestHandler",
     "RunningServer",
     "SQLiteTaskStore",
+    "ServeOptions",
     "ServerHandle",
     "ServerLimits",
     "StreamingRequestHandler",

@@ -44,7 +44,7 @@ def test_the_benchmark_runs_every_section_and_floor() -> None:
         "requests",
         "waitress-bare-msg",
         "a2a_sync-msg",
-        "a2a_sync-run_inline-msg",
+        "a2a_sync-workers-msg",
     } <= rows(output)
 
 

@@ -423,25 +423,27 @@ def test_the_resilient_clients_get_agent_card_verifies_too(
 def test_the_extended_card_is_verified_like_the_public_one(
     key: ec.EllipticCurvePrivateKey, verifier: Callable[[Any], AgentCard], signed: bool
 ) -> None:
+    """A verifying client refuses an unsigned extended card. The a2a_sync server signs
+    the extended card with its ``sign_card`` (so "unsigned" is a server without one,
+    serving a public card signed beforehand)."""
     public = attrs.evolve(
         agent_card(), capabilities=AgentCapabilities(streaming=True, extended_agent_card=True)
     )
     signer = functools.partial(signing.sign_card, key=key, alg="ES256", kid=KID)
-    served: list[AgentCard] = []  # the extended card, made once the server's URL is known
+    served: list[AgentCard] = []  # [public, extended], made once the server's URL is known
     app = A2AApplication(
         public,
         FakeAgent(),
         authenticate=BearerTokens({TOKEN: "alice"}),
-        extended_card=lambda call: served[0],
-        sign_card=signer,
+        extended_card=lambda call: served[1],
+        **({"sign_card": signer} if signed else {"card_for_request": lambda env: served[0]}),
     )
     with agent_server(app) as url:
+        interfaces = [AgentInterface(url=url + "/", protocol_version="1.0")]
         extended = attrs.evolve(
-            public,
-            description="for authenticated callers",
-            supported_interfaces=[AgentInterface(url=url + "/", protocol_version="1.0")],
+            public, description="for authenticated callers", supported_interfaces=interfaces
         )
-        served.append(signer(extended) if signed else extended)
+        served += [signer(attrs.evolve(public, supported_interfaces=interfaces)), extended]
         with A2AClient.from_url(
             url, verify_card=verifier, credentials=BearerToken(TOKEN)
         ) as client:

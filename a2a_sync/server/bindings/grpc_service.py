@@ -268,7 +268,7 @@ class A2AServiceHandlers:
                 return _EXPIRED  # the caller gave up already: do not act on it
             result = self._app.handler.dispatch(operation, params, call)
             if operation is Operation.GET_EXTENDED_CARD:
-                result = self._app._cards.complete(result, environ)
+                result = self._app._cards.extended(result, environ)
             answer = dump_result(_CODEC, operation, result)
             return to_message(method.response, answer, method.name)
         except _Refused as refused:

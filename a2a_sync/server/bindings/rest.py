@@ -230,7 +230,7 @@ class RESTBinding:
                 )
             result = self._app.handler.dispatch(operation, params, call)
             if operation is Operation.GET_EXTENDED_CARD:
-                result = self._app._cards.complete(result, environ)
+                result = self._app._cards.extended(result, environ)
             if operation is Operation.GET_EXTENDED_CARD:
                 answer = dump_card(result, "1.0" if revision == "1.0" else None)
             else:
