@@ -55,8 +55,8 @@ def main() -> None:
         if "method" not in message:  # an answer to one of our requests
             for ids, _reply in waiting:
                 ids.discard(message.get("id"))
-            for ids, reply in [w for w in waiting if not w[0]]:
-                send(reply)
+            for _ids, held in [w for w in waiting if not w[0]]:
+                send(held)
             waiting = [w for w in waiting if w[0]]
             continue
         method = message["method"]

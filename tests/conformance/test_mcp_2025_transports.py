@@ -103,7 +103,9 @@ class StreamableServer:
     def handle(self, sock: socket.socket, request: RecordedRequest) -> None:
         session = [("Mcp-Session-Id", SESSION)]
         if request.method == "GET":
-            write_head(sock, 200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
+            write_head(
+                sock, 200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"}
+            )
             sse_event(sock, {"jsonrpc": "2.0", "id": "srv-get-ping", "method": "ping"})
             while not client_gone(sock) and not self.server_closing.is_set():
                 pass
@@ -119,7 +121,9 @@ class StreamableServer:
         elif "id" not in message:
             respond(sock, 202)
         elif message["method"] == "initialize":
-            respond_json(sock, {"jsonrpc": "2.0", "id": message["id"], "result": INIT}, headers=session)
+            respond_json(
+                sock, {"jsonrpc": "2.0", "id": message["id"], "result": INIT}, headers=session
+            )
         else:
             respond_json(sock, {"jsonrpc": "2.0", "id": message["id"], "result": TEXT})
 
@@ -159,7 +163,9 @@ class OldSSEServer:
 
     def handle(self, sock: socket.socket, request: RecordedRequest) -> None:
         if request.method == "GET":
-            write_head(sock, 200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
+            write_head(
+                sock, 200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"}
+            )
             write_chunk(sock, b"event: endpoint\ndata: /messages?session_id=s1\n\n")
             while not self.closing.is_set() and not client_gone(sock):
                 try:

@@ -6,6 +6,7 @@ message it reads. Sections are pages of modelcontextprotocol/modelcontextprotoco
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -97,7 +98,10 @@ def test_log_level_is_set_only_on_a_logging_server_and_messages_arrive(tmp_path:
         "method": "notifications/message",
         "params": {"level": "error", "logger": "db", "data": {"detail": "disk full"}},
     }
-    replies = {"logging/setLevel": [{"result": {}}], "tools/call": [{"send": [log], "result": TEXT}]}
+    replies = {
+        "logging/setLevel": [{"result": {}}],
+        "tools/call": [{"send": [log], "result": TEXT}],
+    }
     argv = peer(record, plan({"tools": {}, "logging": {}}, replies))
     with MCPConnection.stdio(
         argv, era=ERA, timeout=WAIT, log_level="warning", logging_callback=on_log
@@ -143,10 +147,9 @@ def test_completion_is_not_asked_of_a_server_without_the_capability(tmp_path: Pa
     argv = peer(record, plan({"prompts": {}}, {}))
     with MCPConnection.stdio(argv, era=ERA, timeout=WAIT) as conn:
         client = conn.client()
-        try:
+        # refusing locally, or surfacing the server's error, are both fine
+        with contextlib.suppress(A2ASyncError):
             client.complete(PromptReference(name="trip"), "city", "Par")
-        except A2ASyncError:
-            pass  # refusing locally, or surfacing the server's error, are both fine
         client.ping()  # the server has read everything before this
     assert "completion/complete" not in methods(received(record))
 
@@ -160,10 +163,9 @@ def test_an_explicit_set_level_is_not_sent_to_a_server_without_logging(tmp_path:
     argv = peer(record, plan({"tools": {}}, {}))
     with MCPConnection.stdio(argv, era=ERA, timeout=WAIT) as conn:
         client = conn.client()
-        try:
+        # refusing locally, or surfacing the server's error, are both fine
+        with contextlib.suppress(A2ASyncError):
             client.set_logging_level("info")
-        except A2ASyncError:
-            pass  # refusing locally, or surfacing the server's error, are both fine
         client.ping()  # the server has read everything before this
     assert "logging/setLevel" not in methods(received(record))
 
@@ -214,7 +216,7 @@ def test_the_client_declares_no_tasks_and_never_augments_a_request(tmp_path: Pat
     ``tasks`` capability and never asks for task-augmented execution (``params.task``),
     even of a server that offers ``tasks.requests.tools.call``."""
     record = tmp_path / "received.jsonl"
-    tasks = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    tasks: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
     argv = peer(record, plan({"tools": {}, "tasks": tasks}, {"tools/call": [{"result": TEXT}]}))
     with MCPConnection.stdio(argv, era=ERA, timeout=WAIT) as conn:
         conn.client().call_tool("t", {})

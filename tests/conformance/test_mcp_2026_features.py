@@ -72,7 +72,10 @@ def test_listen_names_the_wanted_notifications_and_closing_cancels_it(tmp_path: 
                 "method": "notifications/subscriptions/acknowledged",
                 "params": {"notifications": granted, "_meta": tag},
             },
-            {"method": "notifications/resources/updated", "params": {"uri": "file:///a.txt", "_meta": tag}},
+            {
+                "method": "notifications/resources/updated",
+                "params": {"uri": "file:///a.txt", "_meta": tag},
+            },
         ],
         "hold": True,
     }
@@ -194,7 +197,7 @@ def test_the_result_of_an_input_required_retry_is_not_cached(tmp_path: Path) -> 
 @requirement("mcp-2026-07-28-§index-log-level-opt-in-in-meta")
 def test_the_log_level_rides_in_meta_and_no_set_level_is_sent(tmp_path: Path) -> None:
     record = tmp_path / "received.jsonl"
-    replies = {"tools/list": [{"result": {"tools": []}}]}
+    replies: dict[str, Any] = {"tools/list": [{"result": {"tools": []}}]}
     argv = peer(record, plan({"tools": {}, "logging": {}}, replies))
     with MCPConnection.stdio(argv, era=MODERN, timeout=WAIT) as conn:
         client = conn.client()

@@ -56,7 +56,11 @@ def test_login_finds_the_server_through_its_metadata_with_pkce_and_resource(
     assert len(asked["code_challenge"]) == 43  # base64url of a SHA-256 digest
     assert asked["resource"] == url
     assert asked["state"]
-    codes = [r for r in authorization_server.token_requests if r.get("grant_type") == "authorization_code"]
+    codes = [
+        r
+        for r in authorization_server.token_requests
+        if r.get("grant_type") == "authorization_code"
+    ]
     (token_request,) = codes
     assert token_request["resource"] == url
     assert 43 <= len(token_request["code_verifier"]) <= 128
