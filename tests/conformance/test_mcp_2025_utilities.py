@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 
 from a2a_sync.errors import A2ASyncError, DeadlineExceeded
-from a2a_sync.mcp import CreateMessageRequest, CreateMessageResult, LoggingMessage, MCPConnection
+from a2a_sync.mcp import (
+    CreateMessageRequest,
+    CreateMessageResult,
+    LoggingMessage,
+    MCPConnection,
+    Root,
+)
 from a2a_sync.mcp.types import PromptReference
 
 from .mcp_peer import answers_to, methods, peer, received, requests_named
@@ -224,3 +230,20 @@ def test_the_client_declares_no_tasks_and_never_augments_a_request(tmp_path: Pat
     assert "tasks" not in messages[0]["params"]["capabilities"]
     (call,) = requests_named(messages, "tools/call")
     assert "task" not in call["params"]
+
+
+@requirement("mcp-2025-11-25-§roots-list-changed-notification")
+def test_changed_roots_are_announced_with_a_notification(tmp_path: Path) -> None:
+    """A client that declares ``roots.listChanged`` tells the server with
+    ``notifications/roots/list_changed`` (a notification: no id) when its roots change."""
+    record = tmp_path / "received.jsonl"
+    argv = peer(record, plan({"tools": {}}, {}))
+    roots = [Root(uri="file:///work", name="work")]
+    with MCPConnection.stdio(argv, era=ERA, timeout=WAIT, roots_callback=lambda: roots) as conn:
+        client = conn.client()
+        client.notify_roots_changed()
+        client.ping()  # the server has read the notification before this
+    messages = received(record)
+    assert messages[0]["params"]["capabilities"]["roots"] == {"listChanged": True}
+    (changed,) = [m for m in messages if m.get("method") == "notifications/roots/list_changed"]
+    assert "id" not in changed

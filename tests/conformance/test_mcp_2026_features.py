@@ -9,13 +9,16 @@ pages of modelcontextprotocol/modelcontextprotocol ``docs/specification/2026-07-
 
 from __future__ import annotations
 
+import select
 import socket
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from a2a_sync.errors import DeadlineExceeded
+from a2a_sync.errors import DeadlineExceeded, InvalidParams, ResourceNotFound
 from a2a_sync.mcp import ElicitRequest, ElicitResult, MCPConnection
 from a2a_sync.mcp.eras import ERA_CACHE
 from tests.support.servers import RecordedRequest, ScriptedServer, respond, respond_json
@@ -259,3 +262,65 @@ def test_header_mismatch_relists_the_tools_and_retries_once() -> None:
     assert len(calls) == 2  # the refused call and one retry
     assert ("tools/list", None) in sent[calls[0] : calls[1]]
     assert sent[calls[1]] == ("tools/call", "eu-west")
+
+
+@requirement("mcp-2026-07-28-§resources-legacy-not-found-code-accepted")
+def test_a_legacy_not_found_code_is_still_understood(tmp_path: Path) -> None:
+    """2026-07-28 answers an unknown resource with -32602; a server still using the old
+    -32002 is understood too (both surface as typed errors)."""
+    record = tmp_path / "received.jsonl"
+    old = {"error": {"code": -32002, "message": "Resource not found"}}
+    new = {"error": {"code": -32602, "message": "Unknown resource"}}
+    replies = {"resources/read": [old, new]}
+    argv = peer(record, plan({"resources": {}}, replies))
+    with MCPConnection.stdio(argv, era=MODERN, timeout=WAIT) as conn:
+        client = conn.client()
+        with pytest.raises(ResourceNotFound):
+            client.read_resource("file:///gone.txt")
+        with pytest.raises(InvalidParams):
+            client.read_resource("file:///gone.txt")
+
+
+class HoldingServer:
+    """A modern HTTP server that never answers ``tools/call``: it waits (bounded) until
+    the client closes the connection and notes it."""
+
+    def __init__(self) -> None:
+        self.gone = threading.Event()
+        self.server = ScriptedServer(self.handle)
+        self.url = self.server.url + "/mcp"
+
+    def handle(self, sock: socket.socket, request: RecordedRequest) -> None:
+        if request.method != "POST":
+            respond(sock, 405)
+            return
+        message = request.json()
+        if message.get("method") == "tools/call":
+            deadline = time.monotonic() + WAIT
+            while time.monotonic() < deadline:
+                readable, _, _ = select.select([sock], [], [], 0.05)
+                if readable and sock.recv(1, socket.MSG_PEEK) == b"":
+                    self.gone.set()
+                    return
+            return
+        result = {"resultType": "complete", "supportedVersions": [MODERN], "capabilities": {}}
+        if "id" in message:
+            respond_json(sock, {"jsonrpc": "2.0", "id": message["id"], "result": result})
+        else:
+            respond(sock, 202)
+
+
+@requirement("mcp-2026-07-28-§streamable-http-cancel-by-closing-the-stream")
+def test_over_http_a_request_is_cancelled_by_closing_its_stream() -> None:
+    """Over Streamable HTTP the client cancels by closing the request's connection; it
+    sends no ``notifications/cancelled`` (the only client notification, and for stdio)."""
+    script = HoldingServer()
+    with script.server:
+        with MCPConnection.http(script.url, era=MODERN, timeout=WAIT) as conn:
+            with pytest.raises(DeadlineExceeded):
+                conn.client().call_tool("slow", {}, timeout=0.3)
+            assert script.gone.wait(WAIT)
+            conn.client().ping()  # anything sent after the timeout has arrived by now
+        sent = [r.json().get("method") for r in script.server.requests if r.method == "POST"]
+    assert "tools/call" in sent
+    assert "notifications/cancelled" not in sent
