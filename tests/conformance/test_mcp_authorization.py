@@ -36,6 +36,7 @@ def query(url: str) -> dict[str, str]:
 @requirement("mcp-2025-11-25-§authorization-pkce-s256")
 @requirement("mcp-2025-11-25-§authorization-resource-parameter")
 @requirement("mcp-2026-07-28-§authorization-resource-parameter")
+@requirement("mcp-2026-07-28-§authorization-dcr-application-type")
 def test_login_finds_the_server_through_its_metadata_with_pkce_and_resource(
     authorization_server: AuthorizationServerFixture,
     protected_mcp: tuple[str, Verifier],
@@ -44,7 +45,8 @@ def test_login_finds_the_server_through_its_metadata_with_pkce_and_resource(
     """The client learns the authorization server only from the MCP server's protected
     resource metadata (RFC 9728), authorizes with PKCE S256 and names the MCP server as
     ``resource`` (RFC 8707) on both the authorization and the token request, and the
-    token it gets is for that server (its audience)."""
+    token it gets is for that server (its audience). Registered dynamically (the test
+    server offers no client metadata documents), it names its ``application_type``."""
     url, verifier = protected_mcp
     approve = Approve(authorization_server)
     with MCPConnection.http(url, auth=make_oauth(handler=approve), timeout=WAIT) as conn:
@@ -64,6 +66,8 @@ def test_login_finds_the_server_through_its_metadata_with_pkce_and_resource(
     (token_request,) = codes
     assert token_request["resource"] == url
     assert 43 <= len(token_request["code_verifier"]) <= 128
+    (registration,) = authorization_server.registrations
+    assert registration["application_type"] == "native"  # a loopback redirect URI
 
 
 @requirement("mcp-2025-11-25-§authorization-pkce-support-verified")
