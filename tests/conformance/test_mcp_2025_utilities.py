@@ -247,3 +247,42 @@ def test_changed_roots_are_announced_with_a_notification(tmp_path: Path) -> None
     assert messages[0]["params"]["capabilities"]["roots"] == {"listChanged": True}
     (changed,) = [m for m in messages if m.get("method") == "notifications/roots/list_changed"]
     assert "id" not in changed
+
+
+@pytest.mark.peer
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+def test_the_official_server_accepts_the_same_answers() -> None:
+    """The same client behaviour against the official ``mcp`` 2.3.0 server (in process,
+    handshake era), to show the scripted tests above expect what a real server accepts:
+    it takes our sampling answer and our completion request, and its log messages reach
+    the callback."""
+    pytest.importorskip("mcp")
+    from a2a_sync.testing.mcp_sdk import SDKServerTransport
+
+    from .mcp_official import official_server
+
+    heard: list[LoggingMessage] = []
+    logged = threading.Event()
+
+    def on_log(message: LoggingMessage) -> None:
+        heard.append(message)
+        logged.set()
+
+    def sample(_request: CreateMessageRequest) -> CreateMessageResult:
+        return CreateMessageResult.from_text("hi from the model", model="test-model")
+
+    server = official_server()
+    with MCPConnection(
+        lambda: SDKServerTransport(server),
+        era=ERA,
+        timeout=WAIT,
+        sampling_callback=sample,
+        logging_callback=on_log,
+    ) as conn:
+        client = conn.client()
+        assert client.call_tool("sampled", {}).text == "hi from the model"
+        completion = client.complete(PromptReference(name="review"), "language", "p")
+        assert set(completion.values) == {"python", "perl", "php"}
+        assert client.call_tool("chatty", {}).text == "said things"
+        assert logged.wait(WAIT)
+    assert [m.level for m in heard] == ["warning"]
