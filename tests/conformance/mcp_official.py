@@ -1,5 +1,6 @@
 """An official ``mcp`` 2.3.0 ``MCPServer`` for the conformance cross-checks: a tool that
-asks the client for sampling, a completion for a prompt argument and a tool that logs.
+asks the client for sampling, a completion for a prompt argument, a tool that logs and one
+that announces a changed tool list.
 Importing this module needs the ``mcp`` package (the ``test`` extra)."""
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ def official_server() -> MCPServer:
     async def chatty(ctx: Context) -> str:
         await ctx.warning("careful")
         return "said things"
+
+    @server.tool()
+    async def change(ctx: Context) -> str:
+        await ctx.notify_tools_changed()
+        return "changed"
 
     @server.prompt()
     def review(code: str, language: str = "python") -> str:

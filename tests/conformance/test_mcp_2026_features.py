@@ -324,3 +324,24 @@ def test_over_http_a_request_is_cancelled_by_closing_its_stream() -> None:
         sent = [r.json().get("method") for r in script.server.requests if r.method == "POST"]
     assert "tools/call" in sent
     assert "notifications/cancelled" not in sent
+
+
+@pytest.mark.peer
+def test_the_official_server_acknowledges_and_tags_a_listen() -> None:
+    """The same listen against the official ``mcp`` 2.3.0 server (in process, 2026-07-28):
+    it grants the filter the client sent, and its tagged list-changed event reaches the
+    subscription, to show the scripted test above expects what a real server does."""
+    pytest.importorskip("mcp")
+    from a2a_sync.testing.mcp_sdk import SDKServerTransport
+
+    from .mcp_official import official_server
+
+    server = official_server()
+    with MCPConnection(lambda: SDKServerTransport(server), era=MODERN, timeout=WAIT) as conn:
+        client = conn.client()
+        with client.listen(tools=True) as subscription:
+            assert subscription.granted == {"toolsListChanged": True}
+            assert client.call_tool("change", {}).text == "changed"
+            event = subscription.get_event(WAIT)
+        assert event is not None
+        assert event.kind == "tools"
