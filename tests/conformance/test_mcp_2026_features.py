@@ -345,3 +345,31 @@ def test_the_official_server_acknowledges_and_tags_a_listen() -> None:
             event = subscription.get_event(WAIT)
         assert event is not None
         assert event.kind == "tools"
+
+
+@requirement("mcp-2026-07-28-§progress-token-in-meta-and-notifications-routed")
+def test_progress_is_asked_for_in_meta_and_reaches_the_callback(tmp_path: Path) -> None:
+    """A call that wants progress carries a unique ``progressToken`` in ``_meta``; the
+    server's ``notifications/progress`` for that token reach the callback in order."""
+    record = tmp_path / "received.jsonl"
+    steps = [
+        {
+            "method": "notifications/progress",
+            "params": {"progressToken": "$token", "progress": n, "total": 2},
+        }
+        for n in (1, 2)
+    ]
+    replies = {"tools/call": [{"send": steps, "result": TEXT}]}
+    argv = peer(record, plan({"tools": {}}, replies))
+    seen: list[float] = []
+    with MCPConnection.stdio(argv, era=MODERN, timeout=WAIT) as conn:
+        client = conn.client()
+        client.call_tool("a", {}, progress=lambda p: seen.append(p.progress))
+        client.call_tool("b", {}, progress=lambda p: None)
+    assert seen == [1, 2]
+    tokens = [
+        m["params"]["_meta"]["progressToken"]
+        for m in requests_named(received(record), "tools/call")
+    ]
+    assert all(isinstance(t, (str, int)) and not isinstance(t, bool) for t in tokens)
+    assert len(set(tokens)) == 2

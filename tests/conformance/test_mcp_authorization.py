@@ -37,6 +37,7 @@ def query(url: str) -> dict[str, str]:
 @requirement("mcp-2025-11-25-§authorization-resource-parameter")
 @requirement("mcp-2026-07-28-§authorization-resource-parameter")
 @requirement("mcp-2026-07-28-§authorization-dcr-application-type")
+@requirement("mcp-2025-11-25-§authorization-scope-selection")
 def test_login_finds_the_server_through_its_metadata_with_pkce_and_resource(
     authorization_server: AuthorizationServerFixture,
     protected_mcp: tuple[str, Verifier],
@@ -58,6 +59,7 @@ def test_login_finds_the_server_through_its_metadata_with_pkce_and_resource(
     assert len(asked["code_challenge"]) == 43  # base64url of a SHA-256 digest
     assert asked["resource"] == url
     assert asked["state"]
+    assert "read" in asked["scope"].split()  # the scope the server asks for
     codes = [
         r
         for r in authorization_server.token_requests
