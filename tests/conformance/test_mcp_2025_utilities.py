@@ -29,7 +29,7 @@ requirement = pytest.mark.requirement
 ERA = "2025-11-25"
 WAIT = 10.0
 TEXT = {"content": [{"type": "text", "text": "ok"}]}
-SAMPLING = {
+SAMPLING: dict[str, Any] = {
     "id": "srv-sample",
     "method": "sampling/createMessage",
     "params": {
@@ -247,6 +247,25 @@ def test_changed_roots_are_announced_with_a_notification(tmp_path: Path) -> None
     assert messages[0]["params"]["capabilities"]["roots"] == {"listChanged": True}
     (changed,) = [m for m in messages if m.get("method") == "notifications/roots/list_changed"]
     assert "id" not in changed
+
+
+@requirement("mcp-2025-11-25-§tasks-undeclared-augmentation-ignored")
+def test_a_task_augmented_request_to_the_client_is_processed_normally(tmp_path: Path) -> None:
+    """The client declared no ``tasks``: a sampling request that asks for a task anyway is
+    processed normally (a plain result, no CreateTaskResult)."""
+    record = tmp_path / "received.jsonl"
+    augmented = {**SAMPLING, "params": {**SAMPLING["params"], "task": {"ttl": 60000}}}
+    replies = {"tools/call": [{"send": [augmented], "result": TEXT}]}
+    argv = peer(record, plan({"tools": {}}, replies))
+
+    def sample(_request: CreateMessageRequest) -> CreateMessageResult:
+        return CreateMessageResult.from_text("4", model="test-model")
+
+    with MCPConnection.stdio(argv, era=ERA, timeout=WAIT, sampling_callback=sample) as conn:
+        conn.client().call_tool("t", {})
+    (answer,) = answers_to(received(record), "srv-sample")
+    assert answer["result"]["model"] == "test-model"
+    assert "task" not in answer["result"]
 
 
 @pytest.mark.peer
