@@ -77,7 +77,9 @@ def test_stdio_shutdown_escalates_to_sigterm_then_sigkill(tmp_path: Path) -> Non
     conn = MCPConnection.stdio(peer(record, plan), era=ERA, timeout=WAIT)
     conn.transport.limit_shutdown(2.0)  # type: ignore[attr-defined]
     conn.close()
-    assert events(record) == ["eof", "sigterm"]
+    # Both were noted (the order of the two notes is the server's scheduling; that stdin
+    # closes before any signal is the test above).
+    assert sorted(events(record)) == ["eof", "sigterm"]
     assert conn.transport.returncode == -signal.SIGKILL  # type: ignore[attr-defined]
 
 
