@@ -29,25 +29,28 @@ class Call:
     """One call in flight: its deadline, attempt count and the socket it is using.
 
     Shared between the calling thread and :meth:`HTTPTransport.close` (another thread);
-    ``_lock`` guards ``_sock``; cancellation is an event so a backoff wait can end on it.
+    ``_lock`` guards ``_sock``, ``_cancelled`` and ``_event``. The event a backoff wait
+    blocks on (so cancelling ends the wait) is made only when a call first waits: most
+    calls never do, and an event is a condition and two locks.
 
     The socket itself is kept, not the connection: http.client drops the connection's
     reference to it as soon as a response is delimited by closing the connection
     (HTTP/1.0, ``Connection: close``), while the response goes on reading from it.
     """
 
-    __slots__ = ("__weakref__", "_cancelled", "_lock", "_sock", "attempts", "deadline")
+    __slots__ = ("__weakref__", "_cancelled", "_event", "_lock", "_sock", "attempts", "deadline")
 
     def __init__(self, deadline: float | None) -> None:
         self.deadline = deadline
         self.attempts = 1
-        self._cancelled = threading.Event()
+        self._cancelled = False
+        self._event: threading.Event | None = None
         self._sock: socket.socket | None = None
         self._lock = threading.Lock()
 
     @property
     def cancelled(self) -> bool:
-        return self._cancelled.is_set()
+        return self._cancelled
 
     @property
     def sock(self) -> socket.socket | None:
@@ -59,12 +62,18 @@ class Call:
 
     def wait_cancelled(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds; True as soon as the call is cancelled."""
-        return self._cancelled.wait(timeout)
+        with self._lock:
+            if self._cancelled:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     def attach(self, sock: socket.socket | None) -> None:
         with self._lock:
             self._sock = sock
-            cancelled = self._cancelled.is_set()
+            cancelled = self._cancelled
         if cancelled:
             _shutdown_socket(sock)
 
@@ -74,8 +83,10 @@ class Call:
 
     def cancel(self) -> None:
         with self._lock:
-            self._cancelled.set()
+            self._cancelled = True
             sock = self._sock
+            if self._event is not None:
+                self._event.set()
         _shutdown_socket(sock)
 
 

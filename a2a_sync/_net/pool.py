@@ -41,7 +41,12 @@ class DeadlineTimeout(urllib3.Timeout):
         self._deadline = deadline
 
     def clone(self) -> DeadlineTimeout:
-        return DeadlineTimeout(self._connect, self._read, self._deadline)  # type: ignore[arg-type]
+        # urllib3 clones the timeout twice per request; the values were validated when
+        # this one was made, so the copy skips the three validations of __init__.
+        clone = object.__new__(DeadlineTimeout)
+        clone.__dict__.update(self.__dict__)
+        clone._start_connect = None  # as urllib3's clone: a fresh connect clock
+        return clone
 
     def _cap(self, value: Any, floor: float) -> Any:
         if self._deadline is None:

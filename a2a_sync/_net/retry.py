@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import urllib3
 from urllib3.util.retry import Retry
@@ -20,6 +20,12 @@ __all__ = ["CallRetry"]
 
 # The logger keeps the name it had before the split, so log configuration stays valid.
 logger = logging.getLogger("a2a_sync._net.pool")
+
+
+#: Retries per (class, policy, idempotent, retries left) that each call's ``Retry`` is
+#: copied from; emptied when full (policies a process uses are few).
+_TEMPLATES: dict[tuple[type[CallRetry], RetryPolicy, bool, int], CallRetry] = {}
+_TEMPLATE_LIMIT: Final = 64
 
 
 class CallRetry(Retry):
@@ -53,22 +59,33 @@ class CallRetry(Retry):
     ) -> CallRetry:
         # A call that is being re-sent (its body broke off) has used some of its budget.
         n = max(0, policy.max_retries - (call.attempts - 1))
-        return cls(
-            total=n,
-            connect=n,
-            # After the request left, only idempotent calls may be resent.
-            read=n if idempotent else 0,
-            status=n if idempotent else 0,
-            other=0,
-            redirect=0,
-            allowed_methods=None if idempotent else Retry.DEFAULT_ALLOWED_METHODS,
-            status_forcelist=policy.statuses,
-            raise_on_status=False,
-            raise_on_redirect=False,
-            policy=policy,
-            call=call,
-            sleep=sleep,
-        )
+        key = (cls, policy, idempotent, n)
+        template = _TEMPLATES.get(key)
+        if template is None:
+            template = cls(
+                total=n,
+                connect=n,
+                # After the request left, only idempotent calls may be resent.
+                read=n if idempotent else 0,
+                status=n if idempotent else 0,
+                other=0,
+                redirect=0,
+                allowed_methods=None if idempotent else Retry.DEFAULT_ALLOWED_METHODS,
+                status_forcelist=policy.statuses,
+                raise_on_status=False,
+                raise_on_redirect=False,
+                policy=policy,
+            )
+            if len(_TEMPLATES) >= _TEMPLATE_LIMIT:
+                _TEMPLATES.clear()
+            _TEMPLATES[key] = template
+        # A copy of the template's attributes (all immutable: numbers, frozensets, an
+        # empty history) instead of Retry.__init__'s twenty assignments on every call.
+        retry = object.__new__(cls)
+        retry.__dict__.update(template.__dict__)
+        retry._call = call
+        retry._sleep_fn = sleep
+        return retry
 
     def new(self, **kw: Any) -> CallRetry:
         retry = super().new(**kw)
