@@ -70,6 +70,7 @@ class Adapter(requests.adapters.HTTPAdapter):
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         # Also the place every construction and unpickling passes through.
         self._pools: dict[_PoolKey, urllib3.connectionpool.ConnectionPool] = {}
+        self._paths: dict[str, str] = {}  # prepared URL -> its path and query
         self._memo_lock = threading.Lock()
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = TRACKED_POOLS
@@ -106,7 +107,17 @@ class Adapter(requests.adapters.HTTPAdapter):
     ) -> str:
         if proxies:
             return super().request_url(request, proxies)
-        return request.path_url  # what requests sends when no proxy applies
+        # What requests sends when no proxy applies: the path and query, from a parse of
+        # the URL made once per URL.
+        url = str(request.url)
+        path = self._paths.get(url)
+        if path is None:
+            path = request.path_url
+            with self._memo_lock:
+                if len(self._paths) >= _MEMO_LIMIT:
+                    self._paths.clear()
+                self._paths[url] = path
+        return path
 
     def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
         if "set-cookie" in resp.headers:

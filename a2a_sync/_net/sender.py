@@ -30,6 +30,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import ItemsView, Iterable, Iterator, Mapping
+from http.cookiejar import CookieJar
 from typing import Any, Final, cast
 
 import requests
@@ -94,7 +95,7 @@ class SessionSender:
         elif request.method not in _BODYLESS and "Content-Length" not in request.headers:
             request.headers["Content-Length"] = "0"
         jar = session.cookies
-        if len(jar):
+        if _has_cookies(jar):
             request.prepare_cookies(jar)
         adapter = session.get_adapter(prepared_url)
         response = adapter.send(request, stream=True, **adapter_kwargs)
@@ -152,6 +153,16 @@ class SessionSender:
                         valid.add((name, value))
                 store[name.lower()] = (name, value)
         return _Headers.of(store)
+
+
+def _has_cookies(jar: CookieJar) -> bool:
+    """Whether the session's jar holds a cookie; for the standard library's ``CookieJar``
+    (requests' jar is one) a look at its storage, not ``len()``, which walks every cookie
+    through generators on each call."""
+    store = getattr(jar, "_cookies", None)
+    if isinstance(jar, CookieJar) and isinstance(store, dict):
+        return bool(store)
+    return bool(len(jar))
 
 
 def _pairs(headers: Mapping[str, Any]) -> Iterable[tuple[str, str | None]]:
