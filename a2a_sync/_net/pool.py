@@ -37,7 +37,13 @@ class DeadlineTimeout(urllib3.Timeout):
     """urllib3 ``Timeout`` whose connect and read limits never reach past a deadline."""
 
     def __init__(self, connect: float | None, read: float | None, deadline: float | None) -> None:
-        super().__init__(connect=connect, read=read)
+        # Not urllib3's __init__: the limits come from a Timeout policy, validated when it
+        # was made (positive numbers or None), so its three checks are not repeated on
+        # every call. The attributes are the ones urllib3's __init__ sets.
+        self._connect = connect
+        self._read = read
+        self.total = None
+        self._start_connect = None
         self._deadline = deadline
 
     def clone(self) -> DeadlineTimeout:

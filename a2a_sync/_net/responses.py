@@ -142,9 +142,10 @@ def read_body(raw: urllib3.BaseHTTPResponse, url: str, call: Call, limit: int) -
         )
     # A body sent as is, with a length, is complete once that many bytes arrived:
     # no further read (and its EOF bookkeeping in urllib3) is needed to know it.
+    # (A membership test, not .get(): a lookup of an absent header raises inside urllib3.)
     expected = (
         int(declared)
-        if declared is not None and declared.isdigit() and not raw.headers.get("Content-Encoding")
+        if declared is not None and declared.isdigit() and "Content-Encoding" not in raw.headers
         else None
     )
     chunks: list[bytes] = []

@@ -22,9 +22,9 @@ __all__ = ["CallRetry"]
 logger = logging.getLogger("a2a_sync._net.pool")
 
 
-#: Retries per (class, policy, idempotent, retries left) that each call's ``Retry`` is
+#: Retries per (class, id of the policy, idempotent, retries left) that each call's ``Retry`` is
 #: copied from; emptied when full (policies a process uses are few).
-_TEMPLATES: dict[tuple[type[CallRetry], RetryPolicy, bool, int], CallRetry] = {}
+_TEMPLATES: dict[tuple[type[CallRetry], int, bool, int], CallRetry] = {}
 _TEMPLATE_LIMIT: Final = 64
 
 
@@ -59,7 +59,9 @@ class CallRetry(Retry):
     ) -> CallRetry:
         # A call that is being re-sent (its body broke off) has used some of its budget.
         n = max(0, policy.max_retries - (call.attempts - 1))
-        key = (cls, policy, idempotent, n)
+        # Keyed by the policy's identity (hashing a policy hashes its six fields); the
+        # template keeps its policy, so an id is not reused while its entry exists.
+        key = (cls, id(policy), idempotent, n)
         template = _TEMPLATES.get(key)
         if template is None:
             template = cls(

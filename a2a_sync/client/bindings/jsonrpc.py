@@ -118,7 +118,8 @@ class JSONRPCTransport:
         method = self._method(operation)
         request_id = self.ids()
         body = _request_body(method, self._params(params), request_id)
-        auth = AuthRetry(self.credentials, self.url)
+        # Without credentials a refusal is final: no AuthRetry to ask.
+        auth = AuthRetry(self.credentials, self.url) if self.credentials is not None else None
         while True:
             headers = self._headers(card)
             result = self.http.request(
@@ -130,7 +131,7 @@ class JSONRPCTransport:
                 timeout=self.timeout if timeout is None else timeout,
                 retry=self.retry,
             )
-            if auth.again(result.status, result.headers, headers):
+            if auth is not None and auth.again(result.status, result.headers, headers):
                 continue
             return self._parse(result, request_id, operation)
 

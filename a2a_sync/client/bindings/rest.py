@@ -118,7 +118,8 @@ class RESTTransport:
         """
         route = self._route(operation)
         method, url, body = self._request(route, params)
-        auth = AuthRetry(self.credentials, self.url)
+        # Without credentials a refusal is final: no AuthRetry to ask.
+        auth = AuthRetry(self.credentials, self.url) if self.credentials is not None else None
         while True:
             headers = self._headers(card, body is not None)
             result = self.http.request(
@@ -130,7 +131,7 @@ class RESTTransport:
                 timeout=self.timeout if timeout is None else timeout,
                 retry=self.retry,
             )
-            if auth.again(result.status, result.headers, headers):
+            if auth is not None and auth.again(result.status, result.headers, headers):
                 continue
             answer = self._parse(result, method, operation)
             return answer if self.revision == "1.0" else result_from_wire(operation, answer)
