@@ -300,7 +300,13 @@ class HTTPTransport:
         on_start: Callable[[Call], None] | None = None,
     ) -> tuple[requests.Response, Call]:
         """Send until the response headers arrive; ``call`` continues an earlier attempt."""
-        limits = self.timeout if timeout is None else Timeout.coerce(timeout)
+        limits = (
+            self.timeout
+            if timeout is None
+            else timeout
+            if isinstance(timeout, Timeout)
+            else Timeout.coerce(timeout)
+        )
         if call is None:
             call = Call(None if limits.total is None else time.monotonic() + limits.total)
             if on_start is not None:

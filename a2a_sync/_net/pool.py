@@ -33,6 +33,9 @@ __all__ = [
 ]
 
 
+_DEFAULT: Final = urllib3.util.timeout._DEFAULT_TIMEOUT
+
+
 class DeadlineTimeout(urllib3.Timeout):
     """urllib3 ``Timeout`` whose connect and read limits never reach past a deadline."""
 
@@ -54,23 +57,25 @@ class DeadlineTimeout(urllib3.Timeout):
         clone._start_connect = None  # as urllib3's clone: a fresh connect clock
         return clone
 
-    def _cap(self, value: Any, floor: float) -> Any:
-        if self._deadline is None:
-            return value
-        remaining = max(floor, self._deadline - time.monotonic())
-        if value is None or value is urllib3.util.timeout._DEFAULT_TIMEOUT:
-            return remaining
-        return min(value, remaining)
+    # urllib3 reads these three times per request: each computes its cap inline.
 
     @property
     def connect_timeout(self) -> Any:
+        value, deadline = self._connect, self._deadline
+        if deadline is None:
+            return value
         # A zero connect timeout would make the socket non-blocking; a millisecond fails fast.
-        return self._cap(self._connect, 0.001)
+        remaining = max(0.001, deadline - time.monotonic())
+        return remaining if value is None or value is _DEFAULT else min(value, remaining)
 
     @property
     def read_timeout(self) -> Any:
+        value, deadline = self._read, self._deadline
+        if deadline is None:
+            return value
         # urllib3 raises ReadTimeoutError itself for a zero read timeout.
-        return self._cap(self._read, 0.0)
+        remaining = max(0.0, deadline - time.monotonic())
+        return remaining if value is None or value is _DEFAULT else min(value, remaining)
 
 
 class _DeadlineReader(io.RawIOBase):

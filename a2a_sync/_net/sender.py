@@ -31,7 +31,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import ItemsView, Iterable, Iterator, Mapping
 from http.cookiejar import CookieJar
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import requests
 import requests.cookies
@@ -138,10 +138,10 @@ class SessionSender:
         # (in either) removes the header.
         store: OrderedDict[str, tuple[str, str]] = OrderedDict()
         valid = self._valid_headers
-        for source in (self._session.headers, headers or _NO_HEADERS):
-            # A None value is allowed at runtime (it removes the header), whatever the
-            # stubs say.
-            for name, value in _pairs(source):
+        # A None value is allowed at runtime (it removes the header), whatever the stubs say.
+        call_pairs: Iterable[tuple[str, str | None]] = (headers or _NO_HEADERS).items()
+        for pairs in (_pairs(self._session.headers), call_pairs):
+            for name, value in pairs:
                 if value is None:
                     store.pop(name.lower(), None)
                     continue
@@ -169,11 +169,14 @@ def _pairs(headers: Mapping[str, Any]) -> Iterable[tuple[str, str | None]]:
     """The (name, value) pairs of a header mapping; of a ``CaseInsensitiveDict`` (the
     session's) straight from its storage rather than a lookup per name."""
     store = getattr(headers, "_store", None)
+    pairs: Iterable[tuple[str, str | None]]
     if isinstance(headers, requests.structures.CaseInsensitiveDict) and isinstance(
         store, OrderedDict
     ):
-        return cast("Iterable[tuple[str, str | None]]", store.values())
-    return cast("Iterable[tuple[str, str | None]]", headers.items())
+        pairs = store.values()
+    else:
+        pairs = headers.items()
+    return pairs
 
 
 class _Headers(requests.structures.CaseInsensitiveDict[str]):
@@ -200,6 +203,15 @@ class _Headers(requests.structures.CaseInsensitiveDict[str]):
 
     def items(self) -> ItemsView[str, str]:
         return _PairsView(self)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([name for name, _ in self._store.values()])
+
+    def update(self, *args: Any, **kwargs: str) -> None:
+        # urllib3 merges its pool's proxy headers into each request's copy; without a
+        # proxy there are none, and the generic update would still walk them.
+        if kwargs or any(args):
+            super().update(*args, **kwargs)
 
 
 class _PairsView(ItemsView[str, str]):
