@@ -101,8 +101,9 @@ class _DeadlineReader(io.RawIOBase):
         return self._raw.fileno()
 
     def readinto(self, buffer: Any) -> int | None:
-        remaining = self._call.remaining()
-        if remaining is not None:
+        deadline = self._call.deadline  # (Call.remaining, inline: once per socket read)
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError("the call's deadline passed")
             current = self._sock.gettimeout()

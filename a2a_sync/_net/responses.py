@@ -6,6 +6,7 @@ deadline and size limit.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Mapping
 from typing import Final
 
@@ -154,8 +155,8 @@ def read_body(raw: urllib3.BaseHTTPResponse, url: str, call: Call, limit: int) -
         while True:
             # Each socket read is capped by the deadline underneath (_DeadlineReader);
             # this also stops a peer whose bytes inflate slowly.
-            remaining = call.remaining()
-            if remaining is not None and remaining <= 0:
+            deadline = call.deadline  # (Call.remaining, inline: once per read)
+            if deadline is not None and deadline <= time.monotonic():
                 raise BudgetExhausted("the call's deadline passed while reading")
             data = raw.read1(_READ_CHUNK, decode_content=True)
             if not data:

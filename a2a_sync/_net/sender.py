@@ -152,7 +152,9 @@ class SessionSender:
                             valid.clear()
                         valid.add((name, value))
                 store[name.lower()] = (name, value)
-        return _Headers.of(store)
+        merged = _Headers.__new__(_Headers)  # (_Headers.of, inline)
+        merged._store = store
+        return merged
 
 
 def _has_cookies(jar: CookieJar) -> bool:
