@@ -11,12 +11,14 @@ library) still sees every call.
 
 from __future__ import annotations
 
+import datetime
 import threading
 from collections.abc import Mapping
 from typing import Any, Final
 
 import requests
 import requests.adapters
+import requests.cookies
 import requests.structures
 import requests.utils
 import urllib3.connectionpool
@@ -68,6 +70,7 @@ class Adapter(requests.adapters.HTTPAdapter):
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         # Also the place every construction and unpickling passes through.
         self._pools: dict[_PoolKey, urllib3.connectionpool.ConnectionPool] = {}
+        self._paths: dict[str, str] = {}  # prepared URL -> its path and query
         self._memo_lock = threading.Lock()
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = TRACKED_POOLS
@@ -104,25 +107,80 @@ class Adapter(requests.adapters.HTTPAdapter):
     ) -> str:
         if proxies:
             return super().request_url(request, proxies)
-        return request.path_url  # what requests sends when no proxy applies
+        # What requests sends when no proxy applies: the path and query, from a parse of
+        # the URL made once per URL.
+        url = str(request.url)
+        path = self._paths.get(url)
+        if path is None:
+            path = request.path_url
+            with self._memo_lock:
+                if len(self._paths) >= _MEMO_LIMIT:
+                    self._paths.clear()
+                self._paths[url] = path
+        return path
 
     def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:
         if "set-cookie" in resp.headers:
             return super().build_response(req, resp)
         # requests' own, less the cookie extraction that finds nothing without Set-Cookie
         # (it builds a mock request and response and parses the URL again for that).
-        response = requests.Response()
-        response.status_code = resp.status
-        response.headers = requests.structures.CaseInsensitiveDict(resp.headers)
-        response.encoding = requests.utils.get_encoding_from_headers(response.headers)
-        response.raw = resp
-        response.reason = resp.reason
-        response.url = req.url.decode("utf-8") if isinstance(req.url, bytes) else str(req.url)
-        response.request = req
-        response.connection = self
-        return response
+        return _Response(self, req, resp)
 
     def close(self) -> None:
         with self._memo_lock:
             self._pools.clear()
         super().close()
+
+
+_NO_TIME: Final = datetime.timedelta(0)
+_UNSET: Final[Any] = object()
+
+
+class _Response(requests.Response):
+    """The ``requests.Response`` :meth:`Adapter.build_response` returns for an answer
+    without ``Set-Cookie``: requests' fields, less three objects requests makes for every
+    response and a2a_sync never reads on its paths.
+
+    * ``headers`` are the urllib3 response's own (case-insensitive, a repeated header's
+      values joined with ``", "``: what requests' copy into a ``CaseInsensitiveDict``
+      holds), not a copy;
+    * the (empty) cookie jar and the ``encoding`` guessed from ``Content-Type`` are made
+      when first read.
+    """
+
+    def __init__(self, adapter: Adapter, req: requests.PreparedRequest, resp: Any) -> None:
+        # Not requests' __init__: every attribute it sets is set here.
+        self._content = False  # type: ignore[assignment]  # requests' "not read yet"
+        self._content_consumed = False
+        self._next = None
+        self.status_code = resp.status
+        self.headers = resp.headers
+        self.raw = resp
+        self.reason = resp.reason
+        self.url = req.url.decode("utf-8") if isinstance(req.url, bytes) else str(req.url)
+        self.history = []
+        self.elapsed = _NO_TIME
+        self.request = req
+        self.connection = adapter
+        self._jar: requests.cookies.RequestsCookieJar | None = None
+        self._encoding: str | None = _UNSET
+
+    @property
+    def cookies(self) -> requests.cookies.RequestsCookieJar:
+        if self._jar is None:
+            self._jar = requests.cookies.RequestsCookieJar()
+        return self._jar
+
+    @cookies.setter
+    def cookies(self, jar: requests.cookies.RequestsCookieJar) -> None:
+        self._jar = jar
+
+    @property
+    def encoding(self) -> str | None:
+        if self._encoding is _UNSET:
+            self._encoding = requests.utils.get_encoding_from_headers(self.headers)
+        return self._encoding
+
+    @encoding.setter
+    def encoding(self, value: str | None) -> None:
+        self._encoding = value

@@ -223,7 +223,7 @@ class HTTPTransport:
                 # retried here, on the same budget and deadline, for idempotent calls only.
                 if not idempotent or call.attempts > policy.max_retries:
                     raise
-                with self._translate(url, call):
+                with Translating(url, call):  # the edge: foreign exceptions become ours
                     wait_before_retry(policy, call, self._sleep, call.attempts)
                 logger.debug("%s %s: body broke off, sending again", method, redact_url(url))
                 call.attempts += 1
@@ -306,7 +306,13 @@ class HTTPTransport:
         on_start: Callable[[Call], None] | None = None,
     ) -> tuple[requests.Response, Call]:
         """Send until the response headers arrive; ``call`` continues an earlier attempt."""
-        limits = self.timeout if timeout is None else Timeout.coerce(timeout)
+        limits = (
+            self.timeout
+            if timeout is None
+            else timeout
+            if isinstance(timeout, Timeout)
+            else Timeout.coerce(timeout)
+        )
         if call is None:
             call = Call(None if limits.total is None else time.monotonic() + limits.total)
             if on_start is not None:
@@ -323,7 +329,7 @@ class HTTPTransport:
         )
         local.call = call
         try:
-            with self._translate(url, call):
+            with Translating(url, call):  # the edge: foreign exceptions become ours
                 response = self._sender.send(
                     method,
                     url,
@@ -371,10 +377,6 @@ class HTTPTransport:
             with self._lock:
                 self._proxies[key] = proxies
         return proxies
-
-    def _translate(self, url: str, call: Call) -> Translating:
-        """The one edge where requests/urllib3/socket exceptions become ours."""
-        return Translating(url, call)
 
 
 def _check_header(name: str, value: str) -> None:

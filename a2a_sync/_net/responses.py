@@ -6,6 +6,7 @@ deadline and size limit.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Mapping
 from typing import Final
 
@@ -142,9 +143,10 @@ def read_body(raw: urllib3.BaseHTTPResponse, url: str, call: Call, limit: int) -
         )
     # A body sent as is, with a length, is complete once that many bytes arrived:
     # no further read (and its EOF bookkeeping in urllib3) is needed to know it.
+    # (A membership test, not .get(): a lookup of an absent header raises inside urllib3.)
     expected = (
         int(declared)
-        if declared is not None and declared.isdigit() and not raw.headers.get("Content-Encoding")
+        if declared is not None and declared.isdigit() and "Content-Encoding" not in raw.headers
         else None
     )
     chunks: list[bytes] = []
@@ -153,8 +155,8 @@ def read_body(raw: urllib3.BaseHTTPResponse, url: str, call: Call, limit: int) -
         while True:
             # Each socket read is capped by the deadline underneath (_DeadlineReader);
             # this also stops a peer whose bytes inflate slowly.
-            remaining = call.remaining()
-            if remaining is not None and remaining <= 0:
+            deadline = call.deadline  # (Call.remaining, inline: once per read)
+            if deadline is not None and deadline <= time.monotonic():
                 raise BudgetExhausted("the call's deadline passed while reading")
             data = raw.read1(_READ_CHUNK, decode_content=True)
             if not data:

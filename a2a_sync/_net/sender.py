@@ -28,8 +28,10 @@ hooks, credentials inside the URL) goes through ``prepare_request`` + ``send`` u
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import Any, Final, cast
+from collections import OrderedDict
+from collections.abc import ItemsView, Iterable, Iterator, Mapping
+from http.cookiejar import CookieJar
+from typing import Any, Final
 
 import requests
 import requests.cookies
@@ -93,7 +95,7 @@ class SessionSender:
         elif request.method not in _BODYLESS and "Content-Length" not in request.headers:
             request.headers["Content-Length"] = "0"
         jar = session.cookies
-        if len(jar):
+        if _has_cookies(jar):
             request.prepare_cookies(jar)
         adapter = session.get_adapter(prepared_url)
         response = adapter.send(request, stream=True, **adapter_kwargs)
@@ -131,22 +133,17 @@ class SessionSender:
                 self._urls[url] = entry
         return entry
 
-    def _merged_headers(
-        self, headers: Mapping[str, str] | None
-    ) -> requests.structures.CaseInsensitiveDict[str]:
+    def _merged_headers(self, headers: Mapping[str, str] | None) -> _Headers:
         # As Session.prepare_request: the session's headers, then the call's; a None value
         # (in either) removes the header.
-        merged: requests.structures.CaseInsensitiveDict[str] = (
-            requests.structures.CaseInsensitiveDict()
-        )
+        store: OrderedDict[str, tuple[str, str]] = OrderedDict()
         valid = self._valid_headers
         # A None value is allowed at runtime (it removes the header), whatever the stubs say.
-        session_headers = cast("Mapping[str, str | None]", self._session.headers)
-        call_headers = cast("Mapping[str, str | None]", headers or _NO_HEADERS)
-        for source in (session_headers, call_headers):
-            for name, value in source.items():
+        call_pairs: Iterable[tuple[str, str | None]] = (headers or _NO_HEADERS).items()
+        for pairs in (_pairs(self._session.headers), call_pairs):
+            for name, value in pairs:
                 if value is None:
-                    merged.pop(name, None)
+                    store.pop(name.lower(), None)
                     continue
                 if (name, value) not in valid:
                     requests.utils.check_header_validity((name, value))  # InvalidHeader
@@ -154,5 +151,75 @@ class SessionSender:
                         if len(valid) >= _CACHE_LIMIT:
                             valid.clear()
                         valid.add((name, value))
-                merged[name] = value
+                store[name.lower()] = (name, value)
+        merged = _Headers.__new__(_Headers)  # (_Headers.of, inline)
+        merged._store = store
         return merged
+
+
+def _has_cookies(jar: CookieJar) -> bool:
+    """Whether the session's jar holds a cookie; for the standard library's ``CookieJar``
+    (requests' jar is one) a look at its storage, not ``len()``, which walks every cookie
+    through generators on each call."""
+    store = getattr(jar, "_cookies", None)
+    if isinstance(jar, CookieJar) and isinstance(store, dict):
+        return bool(store)
+    return bool(len(jar))
+
+
+def _pairs(headers: Mapping[str, Any]) -> Iterable[tuple[str, str | None]]:
+    """The (name, value) pairs of a header mapping; of a ``CaseInsensitiveDict`` (the
+    session's) straight from its storage rather than a lookup per name."""
+    store = getattr(headers, "_store", None)
+    pairs: Iterable[tuple[str, str | None]]
+    if isinstance(headers, requests.structures.CaseInsensitiveDict) and isinstance(
+        store, OrderedDict
+    ):
+        pairs = store.values()
+    else:
+        pairs = headers.items()
+    return pairs
+
+
+class _Headers(requests.structures.CaseInsensitiveDict[str]):
+    """A request's headers: requests' ``CaseInsensitiveDict`` (what
+    ``PreparedRequest.headers`` is, and what tests reading a mocked request's headers
+    get), made straight from the merged pairs, with ``copy`` and ``items`` at dict speed:
+    urllib3 copies a request's headers and iterates them once per request, and the
+    generic ``Mapping`` versions of both cost a lookup per header.
+
+    It relies on requests' storage (``_store``: lower-cased name -> (name, value)),
+    unchanged since requests 2.0.
+    """
+
+    _store: OrderedDict[str, tuple[str, str]]
+
+    @classmethod
+    def of(cls, store: OrderedDict[str, tuple[str, str]]) -> _Headers:
+        headers = cls.__new__(cls)
+        headers._store = store
+        return headers
+
+    def copy(self) -> _Headers:
+        return _Headers.of(self._store.copy())
+
+    def items(self) -> ItemsView[str, str]:
+        return _PairsView(self)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([name for name, _ in self._store.values()])
+
+    def update(self, *args: Any, **kwargs: str) -> None:
+        # urllib3 merges its pool's proxy headers into each request's copy; without a
+        # proxy there are none, and the generic update would still walk them.
+        if kwargs or any(args):
+            super().update(*args, **kwargs)
+
+
+class _PairsView(ItemsView[str, str]):
+    """``items()`` of :class:`_Headers`: its stored pairs, iterated without lookups."""
+
+    _mapping: _Headers
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._mapping._store.values())

@@ -14,7 +14,7 @@ import base64
 import re
 import threading
 from collections.abc import Callable, Mapping
-from typing import Final, Protocol, runtime_checkable
+from typing import Final, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit
 
 import attrs
@@ -28,7 +28,7 @@ from ..a2a.types import (
     OpenIdConnectSecurityScheme,
 )
 from ..auth.hook import ChallengeAuth
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, HTTPStatusError
 
 __all__ = ["APIKey", "BearerToken", "Credentials", "origin_of"]
 
@@ -62,6 +62,8 @@ _FORBIDDEN_HEADERS: Final = frozenset(
 )
 
 _DEFAULT_API_KEY_HEADER: Final = "X-API-Key"
+
+_T = TypeVar("_T")
 
 
 def origin_of(url: str) -> str:
@@ -254,6 +256,8 @@ class AuthRetry:
     credential answers 401/403 challenges (log in, refresh, step up; it bounds the attempts
     and raises when it gives up), other credentials are refreshed once after a 401.
 
+    A stream's opening goes through :meth:`open`: the same decision, taken at most once.
+
     Not thread-safe: one per request.
     """
 
@@ -280,3 +284,21 @@ class AuthRetry:
             self._refreshed = True
             return True
         return False
+
+    def open(
+        self, send: Callable[[Mapping[str, str]], _T], headers: Callable[[], Mapping[str, str]]
+    ) -> _T:
+        """``send(headers())`` for a stream's opening, sent again once when a 401/403
+        (:class:`~a2a_sync.errors.HTTPStatusError`) is answered by :meth:`again`.
+
+        Once only: the refused opening's ``WWW-Authenticate`` does not reach here (OAuth
+        discovery falls back to the well-known URLs), so a second refusal has nothing new
+        to act on.
+        """
+        sent = headers()
+        try:
+            return send(sent)
+        except HTTPStatusError as exc:
+            if not self.again(exc.status_code, {}, sent):
+                raise
+        return send(headers())

@@ -10,15 +10,9 @@ from typing import Any
 from .._redact import redact_url
 from ..a2a.codec import codec_for
 from ..a2a.methods import REVISIONS, Operation, Revision
-from ..a2a.types import (
-    AgentCard,
-    PushNotificationConfig,
-    SendResult,
-    Task,
-)
+from ..a2a.types import AgentCard
 from ..errors import ConfigurationError, ProtocolError
 from ..policies import RetryPolicy, Timeout
-from ._message import MessageInput, as_message, send_params
 from .auth import OriginBoundCredentials, origin_of
 from .bindings import GRPC, JSONRPC, Binding, binding_class
 from .bindings.grpc_target import parse_grpc_url
@@ -31,16 +25,15 @@ from .card import (
     select_interface,
     verify_with,
 )
-from .operations import TaskOperations
+from .messages import MessageOperations
 from .options import ClientOptions, resolve_options
-from .stream import TaskStream
 
 __all__ = ["A2AClient"]
 
 logger = logging.getLogger(__name__)
 
 
-class A2AClient(TaskOperations):
+class A2AClient(MessageOperations):
     """A blocking client for one A2A agent, speaking A2A 1.0 or 0.3 as the card allows.
 
     Create it from the agent's URL (the card is fetched and the interface chosen), from
@@ -309,97 +302,6 @@ class A2AClient(TaskOperations):
         card = verify_with(self._card_verifier, result, what="the extended agent card")
         self.extended_card = card
         return card
-
-    # -- messages ---------------------------------------------------------------------------------
-
-    def send_message(
-        self,
-        message: MessageInput,
-        *,
-        task_id: str | None = None,
-        context_id: str | None = None,
-        return_immediately: bool = False,
-        history_length: int | None = None,
-        accepted_output_modes: Sequence[str] | None = None,
-        push_notification_config: PushNotificationConfig | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        idempotent: bool = False,
-        timeout: TimeoutArg = None,
-    ) -> SendResult:
-        """Send a message and return the agent's answer: a :class:`Task` or a
-        :class:`Message`.
-
-        By default the call blocks until the task reaches a terminal or interrupted
-        state; ``return_immediately=True`` returns the task as soon as it exists.
-
-        Args:
-            message: Text, a part, a list of them, or a complete :class:`Message`.
-            task_id: Continue this task (answer an input-required question).
-            context_id: Continue this conversation.
-            return_immediately: Do not wait for the task to settle.
-            history_length: How much history the returned task carries.
-            accepted_output_modes: MIME types the caller accepts.
-            push_notification_config: Webhook for updates of the task.
-            metadata: Free-form request metadata.
-            idempotent: Allow resending after an ambiguous failure. Safe only because
-                the same message (same ``message_id``) is resent and agents deduplicate
-                by it; leave it off for agents that do not.
-            timeout: Limits for this call.
-
-        Raises:
-            RPCError: The agent refused (typed by code, e.g. TaskNotFound).
-            TransportError, HTTPStatusError, ProtocolError: See :mod:`a2a_sync.errors`.
-        """
-        msg = as_message(message, task_id=task_id, context_id=context_id)
-        params = send_params(
-            self._codec,
-            msg,
-            return_immediately=return_immediately,
-            history_length=history_length,
-            accepted_output_modes=accepted_output_modes,
-            push_notification_config=push_notification_config,
-            metadata=metadata,
-        )
-        result = self._call(Operation.SEND_MESSAGE, params, timeout=timeout, idempotent=idempotent)
-        return self._codec.load_send_result(result)
-
-    def reply(self, task: Task | str, message: MessageInput, **kwargs: Any) -> SendResult:
-        """Answer a task that asks for input: send ``message`` within ``task``."""
-        if isinstance(task, Task):
-            kwargs.setdefault("context_id", task.context_id)
-            task = task.id
-        return self.send_message(message, task_id=task, **kwargs)
-
-    def stream_message(
-        self,
-        message: MessageInput,
-        *,
-        task_id: str | None = None,
-        context_id: str | None = None,
-        history_length: int | None = None,
-        accepted_output_modes: Sequence[str] | None = None,
-        push_notification_config: PushNotificationConfig | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        timeout: TimeoutArg = None,
-    ) -> TaskStream:
-        """Send a message and stream the task's events (``SendStreamingMessage``).
-
-        Returns a :class:`TaskStream`; use it as a context manager. The request is
-        never re-sent: a dropped stream raises
-        :class:`~a2a_sync.errors.StreamInterrupted` carrying the task id (the resilient
-        client resubscribes instead).
-        """
-        msg = as_message(message, task_id=task_id, context_id=context_id)
-        params = send_params(
-            self._codec,
-            msg,
-            return_immediately=False,
-            history_length=history_length,
-            accepted_output_modes=accepted_output_modes,
-            push_notification_config=push_notification_config,
-            metadata=metadata,
-        )
-        return self.open_stream(Operation.SEND_STREAMING_MESSAGE, params, timeout=timeout)
 
     # -- lifecycle --------------------------------------------------------------------------------
 

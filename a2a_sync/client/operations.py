@@ -2,7 +2,8 @@
 
 :class:`TaskOperations` is the part of :class:`~a2a_sync.client.client.A2AClient` that
 turns each operation into one binding call (or stream) and decodes its answer; the client
-itself (construction, the card, messages, lifecycle) lives in :mod:`.client`.
+itself (construction, the card, lifecycle) lives in :mod:`.client`, messages in
+:mod:`.messages`.
 """
 
 from __future__ import annotations

@@ -118,7 +118,8 @@ class JSONRPCTransport:
         method = self._method(operation)
         request_id = self.ids()
         body = _request_body(method, self._params(params), request_id)
-        auth = AuthRetry(self.credentials, self.url)
+        # Without credentials a refusal is final: no AuthRetry to ask.
+        auth = AuthRetry(self.credentials, self.url) if self.credentials is not None else None
         while True:
             headers = self._headers(card)
             result = self.http.request(
@@ -130,7 +131,7 @@ class JSONRPCTransport:
                 timeout=self.timeout if timeout is None else timeout,
                 retry=self.retry,
             )
-            if auth.again(result.status, result.headers, headers):
+            if auth is not None and auth.again(result.status, result.headers, headers):
                 continue
             return self._parse(result, request_id, operation)
 
@@ -155,23 +156,10 @@ class JSONRPCTransport:
         body = _request_body(method, self._params(params), request_id)
         # Not marked idempotent even for SubscribeToTask: re-establishing a stream is the
         # resilient client's job (L2, with its own budget and waits), not the transport's.
-        for attempt in (1, 2):
-            headers = self._headers(card)
-            try:
-                return self._open_stream(body, headers, request_id, timeout, reconnect)
-            except HTTPStatusError as exc:
-                # An OAuth credential answers a refused opening once (the status error
-                # carries no WWW-Authenticate: discovery falls back to the well-known URLs).
-                if (
-                    exc.status_code not in (401, 403)
-                    or attempt == 2
-                    or self.credentials is None
-                    or not self.credentials.challenged(
-                        self.url, exc.status_code, None, headers.get("Authorization"), attempt
-                    )
-                ):
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        return AuthRetry(self.credentials, self.url).open(
+            lambda headers: self._open_stream(body, headers, request_id, timeout, reconnect),
+            lambda: self._headers(card),
+        )
 
     def _open_stream(
         self,

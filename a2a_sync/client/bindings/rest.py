@@ -118,7 +118,8 @@ class RESTTransport:
         """
         route = self._route(operation)
         method, url, body = self._request(route, params)
-        auth = AuthRetry(self.credentials, self.url)
+        # Without credentials a refusal is final: no AuthRetry to ask.
+        auth = AuthRetry(self.credentials, self.url) if self.credentials is not None else None
         while True:
             headers = self._headers(card, body is not None)
             result = self.http.request(
@@ -130,7 +131,7 @@ class RESTTransport:
                 timeout=self.timeout if timeout is None else timeout,
                 retry=self.retry,
             )
-            if auth.again(result.status, result.headers, headers):
+            if auth is not None and auth.again(result.status, result.headers, headers):
                 continue
             answer = self._parse(result, method, operation)
             return answer if self.revision == "1.0" else result_from_wire(operation, answer)
@@ -153,23 +154,12 @@ class RESTTransport:
         """
         route = self._route(operation)
         method, url, body = self._request(route, params)
-        for attempt in (1, 2):
-            headers = self._headers(card, True)
-            try:
-                request = StreamRequest(method, url, body=body, headers=headers)
-                return self._open_stream(request, timeout, reconnect)
-            except HTTPStatusError as exc:
-                # An OAuth credential answers a refused opening once (as over JSON-RPC).
-                if (
-                    exc.status_code not in (401, 403)
-                    or attempt == 2
-                    or self.credentials is None
-                    or not self.credentials.challenged(
-                        self.url, exc.status_code, None, headers.get("Authorization"), attempt
-                    )
-                ):
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        return AuthRetry(self.credentials, self.url).open(
+            lambda headers: self._open_stream(
+                StreamRequest(method, url, body=body, headers=headers), timeout, reconnect
+            ),
+            lambda: self._headers(card, True),
+        )
 
     def _open_stream(
         self, request: StreamRequest, timeout: TimeoutArg, reconnect: Any
