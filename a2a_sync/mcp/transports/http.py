@@ -53,12 +53,7 @@ from collections.abc import Hashable
 from typing import Any, Final
 
 from ..._net.http import HTTPTransport
-from ...errors import (
-    A2ASyncError,
-    Cancelled,
-    ConnectionClosed,
-    TransportError,
-)
+from ...errors import A2ASyncError, Cancelled, ConnectionClosed
 from ...policies import ReconnectPolicy, Timeout
 from . import MessageSink, Outgoing, RequestId
 from ._fallback import SSEFallback
@@ -69,8 +64,9 @@ from ._httpbase import (
     THREAD_JOIN_TIMEOUT,
     Endpoint,
 )
+from ._inflight import InFlight
 from ._listener import Listener
-from ._request import RequestPoster, log_in_first, new_id, post_ack
+from ._request import RequestPoster, log_in_first, post_ack
 from ._session import LegacySession
 from ._streams import Exchange, Link
 from ._workers import Workers
@@ -156,13 +152,12 @@ class StreamableHTTPTransport:
             renew=self._renew,
             fall_back=self._fall_back if fallback_to_sse else None,
         )
+        self._inflight = InFlight(self._poster, endpoint, self.name)
         self._workers = Workers("a2a-sync-mcp-http")
         self._sink: MessageSink | None = None
         self._delegate: LegacySSETransport | None = None
-        # _lock guards _exchanges, _internal, _listener(s), _closing, _reported.
+        # _lock guards _listener(s), _closing, _reported.
         self._lock = threading.Lock()
-        self._exchanges: dict[RequestId, Exchange] = {}
-        self._internal: set[Exchange] = set()
         self._listener: Listener | None = None
         self._listeners: list[Listener] = []
         self._closing = False
@@ -218,14 +213,11 @@ class StreamableHTTPTransport:
         sink = self._sink
         assert sink is not None
         exchange = Exchange(message, context, sink, self._link.max_event_bytes)
-        with self._lock:
-            if self._closing:
-                raise ConnectionClosed(f"MCP connection to {self.name} is closed")
-            self._exchanges[exchange.request_id] = exchange
+        self._inflight.add(exchange)
         try:
-            self._workers.submit(lambda: self._run(exchange))
+            self._workers.submit(lambda: self._inflight.run(exchange))
         except Cancelled:
-            self._unregister(exchange)
+            self._inflight.remove(exchange)
             raise ConnectionClosed(f"MCP connection to {self.name} is closed") from None
 
     def abandon(self, request_id: RequestId) -> bool:
@@ -234,8 +226,7 @@ class StreamableHTTPTransport:
         delegate = self._delegate
         if delegate is not None:
             return delegate.abandon(request_id)
-        with self._lock:
-            exchange = self._exchanges.get(request_id)
+        exchange = self._inflight.get(request_id)
         if exchange is None:
             return False
         exchange.abort()
@@ -253,12 +244,12 @@ class StreamableHTTPTransport:
         with self._lock:
             first = not self._closing
             self._closing = True
-            exchanges = [*self._exchanges.values(), *self._internal]
             listeners = list(self._listeners)
         if not first:
             self._close_done.wait(DELETE_TIMEOUT + 3 * THREAD_JOIN_TIMEOUT)
             return
         delegate = self._delegate
+        exchanges = self._inflight.close()
         try:
             for exchange in exchanges:
                 exchange.abort()
@@ -278,28 +269,6 @@ class StreamableHTTPTransport:
                 self._report(None)
             self._close_done.set()
 
-    # --- one request ----------------------------------------------------------------------------
-
-    def _run(self, exchange: Exchange) -> None:
-        try:
-            self._poster.run(exchange)
-        except A2ASyncError as exc:
-            if not exchange.stop.is_set():  # else abandoned, or closing: nobody waits
-                if isinstance(exc, TransportError):
-                    exc = self._endpoint.redact(exc)
-                exchange.sink.fail(exchange.request_id, exc)
-        except Exception:  # top of a worker: the waiting caller must hear of it
-            logger.exception("MCP HTTP exchange with %s failed", self.name)
-            error = ConnectionClosed(f"the exchange with {self.name} failed")
-            exchange.sink.fail(exchange.request_id, error)
-        finally:
-            self._unregister(exchange)
-
-    def _unregister(self, exchange: Exchange) -> None:
-        with self._lock:
-            if self._exchanges.get(exchange.request_id) is exchange:
-                del self._exchanges[exchange.request_id]
-
     # --- session renewal ------------------------------------------------------------------------
 
     def _renew(self, exchange: Exchange) -> bool:
@@ -316,25 +285,7 @@ class StreamableHTTPTransport:
         """Send a request of our own (a replayed one) on this thread; return its answer."""
         sink = self._sink
         assert sink is not None
-        exchange = Exchange(
-            {**message, "id": new_id()},
-            context,
-            sink,
-            self._link.max_event_bytes,
-            internal=True,
-        )
-        with self._lock:
-            if self._closing:
-                raise ConnectionClosed(f"MCP connection to {self.name} is closed")
-            self._internal.add(exchange)
-        try:
-            self._poster.run(exchange)
-        finally:
-            with self._lock:
-                self._internal.discard(exchange)
-        if exchange.result is None:
-            raise ConnectionClosed(f"MCP connection to {self.name} is closed")
-        return exchange.result
+        return self._inflight.run_internal(message, context, sink, self._link.max_event_bytes)
 
     def log_in(self, timeout: float) -> bool:
         """Let an OAuth ``auth`` log in before the era probe (see
