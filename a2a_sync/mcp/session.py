@@ -38,7 +38,7 @@ from .callbacks import (
     requests_progress_only,
     run_progress,
 )
-from .transports import Outgoing, RequestId, Transport
+from .transports import Leader, Outgoing, RequestId, Transport
 
 __all__ = [
     "DEFAULT_INPUT_REQUIRED_MAX_ROUNDS",
@@ -91,7 +91,10 @@ class MCPSession:
         # _lock guards _listeners; the correlator and the responder have their own.
         self._lock = threading.Lock()
         self._calls = Correlator(
-            self.transport_name, abandon=self._abandon, flush=self.flush_callbacks
+            self.transport_name,
+            abandon=self._abandon,
+            flush=self.flush_callbacks,
+            lead=transport.lead if isinstance(transport, Leader) else None,
         )
         self._closed = threading.Event()
         self._listeners: list[Callable[[str, dict[str, Any]], None]] = []

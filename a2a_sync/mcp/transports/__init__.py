@@ -37,6 +37,13 @@ cancel), it calls ``abandon(request_id)``. A transport that can cancel at its ow
 (modern Streamable HTTP: close that request's response stream) does so and returns
 ``True``; otherwise it returns ``False`` and the session sends ``notifications/cancelled``.
 
+**Leading (optional).** A transport that can let a waiting caller read its own answer
+satisfies :class:`Leader` (stdio: :mod:`._stdio_lead`). A caller about to block on a
+request calls ``lead(waiter, deadline, busy)`` first: the transport may read and deliver
+incoming messages on the caller's thread until ``waiter.settled()`` or ``deadline``, and
+returns at once when it cannot (another caller leads). Anything that settles the call
+elsewhere (a cancel, the connection's end) calls ``waiter.waker`` so a leader wakes.
+
 **Shutdown.** ``close()`` shuts down gracefully with bounded waits (stdio: close stdin,
 wait, SIGTERM, SIGKILL; HTTP: ``DELETE`` the session, close the pool). It is idempotent
 and may be called from any thread, including while another thread is inside ``send``.
@@ -64,12 +71,20 @@ stays usable (the next request tries again).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, Protocol, runtime_checkable
 
 from ...errors import A2ASyncError
 
-__all__ = ["MessageSink", "Outgoing", "ProcessTransport", "RequestId", "Transport"]
+__all__ = [
+    "Leader",
+    "MessageSink",
+    "Outgoing",
+    "ProcessTransport",
+    "RequestId",
+    "Transport",
+    "Waiter",
+]
 
 #: A JSON-RPC id as this package sends them (the session uses ints; peers may use strings).
 RequestId = int | str
@@ -181,3 +196,23 @@ class ProcessTransport(Protocol):
 
     def limit_shutdown(self, seconds: float) -> None:
         """Bound the next ``close()`` to about ``seconds``."""
+
+
+class Waiter(Protocol):
+    """A pending call as a leading transport sees it (the session's slot)."""
+
+    #: Set by the leader while it reads; called when the call is settled elsewhere.
+    waker: Callable[[], None] | None
+
+    def settled(self) -> bool:
+        """True once the call has its outcome."""
+
+
+@runtime_checkable
+class Leader(Protocol):
+    """A transport on which a waiting caller may read its own answer (stdio)."""
+
+    def lead(self, waiter: Waiter, deadline: float, busy: Callable[[], bool]) -> None:
+        """Read and deliver on this thread until ``waiter`` is settled, ``deadline``
+        (``time.monotonic()``) passes or the transport needs the thread back; ``busy()``
+        tells whether other calls are still pending."""
