@@ -15,8 +15,10 @@ Then connection start: spawn + negotiate + first call, median of ``--starts`` ru
 
 ``--target http`` instead runs the official ``MCPServer`` over Streamable HTTP (one
 uvicorn process on 127.0.0.1) and compares ``MCPConnection.http`` with the official
-``mcp.Client(url)``, one table per era: legacy (session, answers as event streams) and
-modern 2026-07-28 (stateless, JSON answers). CPU µs/op is this process's CPU per call.
+``mcp.Client(url)`` and the floor, ``raw``: the same POST (same headers and body) sent by
+bare ``http.client`` on one kept-alive connection, its JSON or event-stream answer parsed
+by hand; one table per era: legacy (session, answers as event streams) and modern
+2026-07-28 (stateless, JSON answers). CPU µs/op is this process's CPU per call.
 
 Run from the repo top::
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import json
 import statistics
 import subprocess
@@ -146,12 +149,69 @@ class OfficialHTTPClient(OfficialClient):
             await self.stop.wait()
 
 
+class RawHTTPClient:
+    """The HTTP floor: ``http.client`` POSTs of the request ``conn`` would send (headers,
+    ``_meta`` envelope and session id copied once from it), answers parsed by hand."""
+
+    def __init__(self, url: str, conn: MCPConnection, name: str, arguments: Any) -> None:
+        host, _, rest = url.removeprefix("http://").partition("/")
+        self.path = "/" + rest
+        self.http = http.client.HTTPConnection(*host.split(":"))
+        session = conn.session
+        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        if session._base_meta is not None:
+            params["_meta"] = dict(session._base_meta)
+        self.params = params
+        self.headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **session._outgoing("request", "tools/call", 0, params, False).headers,
+        }
+        session_id = getattr(conn.transport, "_session", None)
+        if session_id is not None and session_id.id is not None:
+            self.headers["Mcp-Session-Id"] = session_id.id
+        self.next_id = 0
+
+    def call(self) -> Any:
+        self.next_id += 1
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call", "params": self.params}
+        )
+        try:
+            self.http.request("POST", self.path, body, self.headers)
+            response = self.http.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            # uvicorn drops a connection idle for 5 s (while another variant ran)
+            self.http.close()
+            self.http.request("POST", self.path, body, self.headers)
+            response = self.http.getresponse()
+        data = response.read()
+        if response.getheader("Content-Type", "").startswith("text/event-stream"):
+            for line in data.split(b"\n"):
+                if line.startswith(b"data:") and line[5:].strip():
+                    message = json.loads(line[5:])
+                    if message.get("id") == self.next_id:
+                        return message["result"]
+            raise AssertionError("no answer in the event stream")
+        return json.loads(data)["result"]
+
+    def close(self) -> None:
+        self.http.close()
+
+
 def http_variants(url: str, era: str, server_pid: int) -> tuple[list[Variant], Callable[[], None]]:
-    """ours vs official over Streamable HTTP in one era, against the same server."""
+    """ours vs official vs raw http.client over Streamable HTTP in one era."""
     name, arguments, expected = CALLS["mcpserver"]
     conn = MCPConnection.http(url, era=era)
     ours = conn.client()
+    raw = RawHTTPClient(url, conn, name, arguments)
     official = OfficialHTTPClient(url, "legacy" if era == "legacy" else "2026-07-28")
+
+    def run_raw(n: int) -> int:
+        for _ in range(n):
+            result = raw.call()
+        assert result["content"][0]["text"] == expected
+        return n
 
     def run_ours(n: int) -> int:
         for _ in range(n):
@@ -170,11 +230,13 @@ def http_variants(url: str, era: str, server_pid: int) -> tuple[list[Variant], C
         return n
 
     variants = [
+        Variant("raw", run_raw, server_pid=server_pid),
         Variant("ours", run_ours, server_pid=server_pid),
         Variant("official", run_official, server_pid=server_pid),
     ]
 
     def cleanup() -> None:
+        raw.close()
         conn.close()
         official.close()
 
@@ -194,7 +256,7 @@ def run_http(rest: list[str]) -> None:
             try:
                 run_cli(
                     variants,
-                    baseline="official",
+                    baseline="raw",
                     default_n=300,
                     title=f"MCP Streamable HTTP tools/call against MCPServer, {era} era",
                     argv=rest,

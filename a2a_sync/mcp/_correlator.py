@@ -27,6 +27,8 @@ logger = logging.getLogger("a2a_sync.mcp.session")  # where these messages alway
 
 #: Receives the notifications tagged with one request's id (``subscriptions/listen``).
 Route = Callable[[str, dict[str, Any]], None]
+#: A transport's ``lead`` (:class:`~.transports.Leader`).
+Lead = Callable[[RequestId, "Slot", "float | None", Callable[[], bool]], None]
 
 
 class Slot:
@@ -100,7 +102,7 @@ class Correlator:
         *,
         abandon: Callable[[RequestId, str, str], None],
         flush: Callable[[], None],
-        lead: Callable[[Slot, float, Callable[[], bool]], None] | None = None,
+        lead: Lead | None = None,
     ) -> None:
         self.name = name
         self.lead = lead
@@ -289,7 +291,10 @@ class PendingRequest:
         else:
             # Read our own answer on this thread if nobody else reads (leader/follower).
             start = time.monotonic()
-            lead(slot, start + timeout, self._calls.busy)
+            # With progress resetting the timeout, the caller's clock moves: do not block
+            # in the transport (it still starts what it kept for this thread).
+            deadline = None if reset_on_progress else start + timeout
+            lead(self.request_id, slot, deadline, self._calls.busy)
             if slot.lock.acquire(timeout=max(start + timeout - time.monotonic(), 0)):
                 return self._outcome()
         if reset_on_progress:

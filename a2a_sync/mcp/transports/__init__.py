@@ -38,11 +38,15 @@ cancel), it calls ``abandon(request_id)``. A transport that can cancel at its ow
 ``True``; otherwise it returns ``False`` and the session sends ``notifications/cancelled``.
 
 **Leading (optional).** A transport that can let a waiting caller read its own answer
-satisfies :class:`Leader` (stdio: :mod:`._stdio_lead`). A caller about to block on a
-request calls ``lead(waiter, deadline, busy)`` first: the transport may read and deliver
+satisfies :class:`Leader` (stdio: :mod:`._stdio_lead`; Streamable HTTP runs the
+request's POST there). A caller about to block on a request calls
+``lead(request_id, waiter, deadline, busy)`` first: the transport may read and deliver
 incoming messages on the caller's thread until ``waiter.settled()`` or ``deadline``, and
-returns at once when it cannot (another caller leads). Anything that settles the call
-elsewhere (a cancel, the connection's end) calls ``waiter.waker`` so a leader wakes.
+returns at once when it cannot (another caller leads); ``deadline`` ``None`` means "do
+not block here" (the timeout restarts on progress). Anything that settles the call
+elsewhere (a cancel, the connection's end) calls ``waiter.waker`` so a leader wakes. An
+:class:`Outgoing` with ``inline`` set announces that its sender will wait for the answer
+right away on the same thread (HTTP may then send it from ``lead``).
 
 **Shutdown.** ``close()`` shuts down gracefully with bounded waits (stdio: close stdin,
 wait, SIGTERM, SIGKILL; HTTP: ``DELETE`` the session, close the pool). It is idempotent
@@ -77,6 +81,7 @@ from typing import Any, Protocol, runtime_checkable
 from ...errors import A2ASyncError
 
 __all__ = [
+    "Busy",
     "Leader",
     "MessageSink",
     "Outgoing",
@@ -88,6 +93,8 @@ __all__ = [
 
 #: A JSON-RPC id as this package sends them (the session uses ints; peers may use strings).
 RequestId = int | str
+#: Tells a leading transport whether calls other than the leader's are pending.
+Busy = Callable[[], bool]
 
 
 class Outgoing:
@@ -100,7 +107,7 @@ class Outgoing:
         headers: Protocol headers to send with this message (HTTP transports).
     """
 
-    __slots__ = ("headers", "kind", "method", "request_id")
+    __slots__ = ("headers", "inline", "kind", "method", "request_id")
 
     def __init__(
         self,
@@ -108,11 +115,14 @@ class Outgoing:
         method: str | None,
         request_id: RequestId | None,
         headers: dict[str, str],
+        inline: bool = False,
     ) -> None:
         self.kind = kind
         self.method = method
         self.request_id = request_id
         self.headers = headers
+        #: A request whose sender waits for it at once on its own thread (``lead``).
+        self.inline = inline
 
     @classmethod
     def of(cls, message: dict[str, Any]) -> Outgoing:
@@ -212,7 +222,13 @@ class Waiter(Protocol):
 class Leader(Protocol):
     """A transport on which a waiting caller may read its own answer (stdio)."""
 
-    def lead(self, waiter: Waiter, deadline: float, busy: Callable[[], bool]) -> None:
+    def lead(
+        self,
+        request_id: RequestId,
+        waiter: Waiter,
+        deadline: float | None,
+        busy: Busy,
+    ) -> None:
         """Read and deliver on this thread until ``waiter`` is settled, ``deadline``
-        (``time.monotonic()``) passes or the transport needs the thread back; ``busy()``
-        tells whether other calls are still pending."""
+        (``time.monotonic()``; None: do not block) passes or the transport needs the
+        thread back; ``busy()`` tells whether other calls are still pending."""

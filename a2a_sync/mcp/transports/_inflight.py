@@ -38,10 +38,15 @@ class InFlight:
         self._lock = threading.Lock()  # guards _exchanges, _internal, _closed
         self._exchanges: dict[RequestId, Exchange] = {}
         self._internal: set[Exchange] = set()
+        #: Sent ``inline``: registered, not yet POSTed; the waiting caller claims it.
+        self._deferred: dict[RequestId, Exchange] = {}
+        #: Run inline and aborted at its deadline: ``abandon`` comes next for it.
+        self._expired: dict[RequestId, Exchange] = {}
         self._closed = False
 
-    def add(self, exchange: Exchange) -> None:
-        """Register a request's exchange under its id.
+    def add(self, exchange: Exchange, *, deferred: bool = False) -> None:
+        """Register a request's exchange under its id (``deferred``: its sender will
+        :meth:`claim` it and run it on its own thread).
 
         Raises:
             ConnectionClosed: The transport is closed.
@@ -50,6 +55,24 @@ class InFlight:
             if self._closed:
                 raise self._closed_error()
             self._exchanges[exchange.request_id] = exchange
+            if deferred:
+                self._deferred[exchange.request_id] = exchange
+
+    def claim(self, request_id: RequestId) -> Exchange | None:
+        """The deferred exchange of ``request_id`` (once), or None."""
+        with self._lock:
+            return self._deferred.pop(request_id, None)
+
+    def expired(self, exchange: Exchange) -> None:
+        """An inline exchange was aborted at its deadline: keep it for ``abandon``."""
+        with self._lock:
+            if not self._closed:
+                self._expired[exchange.request_id] = exchange
+
+    def take_expired(self, request_id: RequestId) -> Exchange | None:
+        """The exchange :meth:`expired` kept for ``request_id`` (once), or None."""
+        with self._lock:
+            return self._expired.pop(request_id, None)
 
     def get(self, request_id: RequestId) -> Exchange | None:
         """The open exchange of ``request_id``, or None."""
@@ -62,10 +85,17 @@ class InFlight:
             if self._exchanges.get(exchange.request_id) is exchange:
                 del self._exchanges[exchange.request_id]
 
+    def remove_id(self, request_id: RequestId) -> None:
+        """Forget the exchange registered under ``request_id``."""
+        with self._lock:
+            self._exchanges.pop(request_id, None)
+
     def close(self) -> list[Exchange]:
         """Refuse new exchanges; return every open one (to abort)."""
         with self._lock:
             self._closed = True
+            self._deferred.clear()
+            self._expired.clear()
             return [*self._exchanges.values(), *self._internal]
 
     def run(self, exchange: Exchange) -> None:

@@ -369,7 +369,9 @@ class StdoutPipe:
 
     def _handle(self, line: bytearray) -> None:
         try:
-            message = json.loads(line)
+            # str, not bytes: json skips its encoding detection (invalid UTF-8 raises
+            # UnicodeDecodeError, a ValueError: noise, as before).
+            message = json.loads(line.decode())
         except ValueError:
             if line.strip():
                 self._noise.noise("a stdout line that is not JSON", excerpt(bytes(line)))

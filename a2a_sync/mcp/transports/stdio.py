@@ -37,7 +37,7 @@ import logging
 import os
 import subprocess
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any, Final
 
 from ..._net import jsonrpc as _jsonrpc
@@ -47,7 +47,7 @@ from ...errors import (
     ConnectionClosed,
     ServerProcessError,
 )
-from . import MessageSink, Outgoing, RequestId, Waiter
+from . import Busy, MessageSink, Outgoing, RequestId, Waiter
 from ._process import (
     DEFAULT_INHERITED_ENV_VARS,
     FORCE_KILL_TIMEOUT,
@@ -238,11 +238,10 @@ class StdioTransport:
             except (OSError, ValueError) as exc:
                 raise self._gone_error("could not write to") from exc
 
-    def lead(self, waiter: Waiter, deadline: float, busy: Callable[[], bool]) -> None:
+    def lead(self, _id: RequestId, waiter: Waiter, deadline: float | None, busy: Busy) -> None:
         """Read stdout on the waiting caller's thread (see :mod:`._stdio_lead`)."""
-        pipe = self._pipe
-        if pipe is not None:
-            pipe.lead(waiter, deadline, busy)
+        if self._pipe is not None and deadline is not None:
+            self._pipe.lead(waiter, deadline, busy)
 
     def abandon(self, request_id: RequestId) -> bool:
         """stdio cancels with ``notifications/cancelled``: nothing to do here."""
