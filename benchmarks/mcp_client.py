@@ -7,8 +7,11 @@ Variants run interleaved in one process (``benchmarks/harness.py``); CPU µs/op 
 process's CPU (all threads: our reader, the official client's event loop thread).
 
 * ``raw``: 30 lines, one thread: write a line, read the next line (the pipe+JSON floor).
-* ``ours``: ``MCPClient.call_tool`` (id routing on a reader thread, typed result, output
-  validated against the tool's ``outputSchema``).
+* ``ours``: ``MCPClient.call_tool`` (id routing; the waiting caller reads its own answer
+  from the pipe, see docs/decisions.md §17; typed result, output validated against the
+  tool's ``outputSchema``).
+* ``ours-reader``: the same with leading switched off: the reader thread reads every
+  answer and hands it to the caller (the design before §17), for comparison.
 * ``official``: ``mcp.ClientSession`` over ``stdio_client`` (asyncio on a loop thread).
 
 Then connection start: spawn + negotiate + first call, median of ``--starts`` runs.
@@ -156,7 +159,8 @@ class RawHTTPClient:
     def __init__(self, url: str, conn: MCPConnection, name: str, arguments: Any) -> None:
         host, _, rest = url.removeprefix("http://").partition("/")
         self.path = "/" + rest
-        self.http = http.client.HTTPConnection(*host.split(":"))
+        hostname, _, port = host.partition(":")
+        self.http = http.client.HTTPConnection(hostname, int(port))
         session = conn.session
         params: dict[str, Any] = {"name": name, "arguments": arguments}
         if session._base_meta is not None:
@@ -277,6 +281,9 @@ def variants_for(target: str) -> tuple[list[Variant], Callable[[], None]]:
     raw = RawClient(argv)
     conn = MCPConnection.stdio(argv, era="legacy", stderr=None)
     ours = conn.client()
+    conn_reader = MCPConnection.stdio(argv, era="legacy", stderr=None)
+    conn_reader.session._calls.lead = None  # callers wait; the reader thread reads
+    ours_reader = conn_reader.client()
     official = OfficialClient(argv)
 
     def run_raw(n: int) -> int:
@@ -289,6 +296,12 @@ def variants_for(target: str) -> tuple[list[Variant], Callable[[], None]]:
     def run_ours(n: int) -> int:
         for _ in range(n):
             result = ours.call_tool(name, arguments)
+        assert result.text == expected
+        return n
+
+    def run_ours_reader(n: int) -> int:
+        for _ in range(n):
+            result = ours_reader.call_tool(name, arguments)
         assert result.text == expected
         return n
 
@@ -306,12 +319,14 @@ def variants_for(target: str) -> tuple[list[Variant], Callable[[], None]]:
     variants = [
         Variant("raw", run_raw, server_pid=raw.proc.pid),
         Variant("ours", run_ours, server_pid=conn.transport.pid),  # type: ignore[attr-defined]
+        Variant("ours-reader", run_ours_reader, server_pid=conn_reader.transport.pid),  # type: ignore[attr-defined]
         Variant("official", run_official, baseline="raw"),
     ]
 
     def cleanup() -> None:
         raw.close()
         conn.close()
+        conn_reader.close()
         official.close()
 
     return variants, cleanup
