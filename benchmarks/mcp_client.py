@@ -21,7 +21,9 @@ uvicorn process on 127.0.0.1) and compares ``MCPConnection.http`` with the offic
 ``mcp.Client(url)`` and the floor, ``raw``: the same POST (same headers and body) sent by
 bare ``http.client`` on one kept-alive connection, its JSON or event-stream answer parsed
 by hand; one table per era: legacy (session, answers as event streams) and modern
-2026-07-28 (stateless, JSON answers). CPU µs/op is this process's CPU per call.
+2026-07-28 (stateless, JSON answers); ``ours-worker`` is ours with every request run by
+a worker thread (the design before docs/decisions.md §17), for comparison. CPU µs/op is
+this process's CPU per call.
 
 Run from the repo top::
 
@@ -208,6 +210,16 @@ def http_variants(url: str, era: str, server_pid: int) -> tuple[list[Variant], C
     name, arguments, expected = CALLS["mcpserver"]
     conn = MCPConnection.http(url, era=era)
     ours = conn.client()
+    conn_worker = MCPConnection.http(url, era=era)
+    ours_worker = conn_worker.client()
+    send = conn_worker.session._send
+
+    def send_by_worker(message: dict[str, Any], context: Any = None) -> None:
+        if context is not None:
+            context.inline = False  # the design before §17: a worker POSTs, reads, wakes us
+        send(message, context)
+
+    conn_worker.session._send = send_by_worker
     raw = RawHTTPClient(url, conn, name, arguments)
     official = OfficialHTTPClient(url, "legacy" if era == "legacy" else "2026-07-28")
 
@@ -220,6 +232,12 @@ def http_variants(url: str, era: str, server_pid: int) -> tuple[list[Variant], C
     def run_ours(n: int) -> int:
         for _ in range(n):
             result = ours.call_tool(name, arguments)
+        assert result.text == expected
+        return n
+
+    def run_ours_worker(n: int) -> int:
+        for _ in range(n):
+            result = ours_worker.call_tool(name, arguments)
         assert result.text == expected
         return n
 
@@ -236,12 +254,14 @@ def http_variants(url: str, era: str, server_pid: int) -> tuple[list[Variant], C
     variants = [
         Variant("raw", run_raw, server_pid=server_pid),
         Variant("ours", run_ours, server_pid=server_pid),
+        Variant("ours-worker", run_ours_worker, server_pid=server_pid),
         Variant("official", run_official, server_pid=server_pid),
     ]
 
     def cleanup() -> None:
         raw.close()
         conn.close()
+        conn_worker.close()
         official.close()
 
     return variants, cleanup

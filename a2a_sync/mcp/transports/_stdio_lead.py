@@ -21,7 +21,9 @@ holder alone reads the pipe and the shared line buffer:
   the reader holding the token wakes it through a wake-up pipe; the reader gives the
   token up between two messages. So a single caller making calls back to back reads its
   own answers with no hand-off at all, and the reader wakes only about twice per
-  :data:`LINGER`.
+  :data:`LINGER`. (The price: the answer to a request nobody waits for — a
+  subscription's acknowledgement, a tool call polled with ``done()`` — sent while the
+  token is free is read up to :data:`LINGER` later.)
 * EOF, a line over the limit or a failed read seen by a leader is recorded and the token
   handed to the reader, which ends the connection exactly as if it had seen it itself.
 
@@ -214,8 +216,9 @@ class StdoutPipe:
                 if self._pump(None, None) == _END:
                     break
                 with self._cond:
-                    if self._end is None and not self._stopped:
-                        self._holder = None  # a caller asked for it
+                    # A caller asked for it (unless it gave up meanwhile: keep reading).
+                    if self._end is None and not self._stopped and self._wanted:
+                        self._holder = None
                         self._released_at = time.monotonic()
                         self._cond.notify_all()
         except Exception:  # top of the reader thread: keep the session from hanging
