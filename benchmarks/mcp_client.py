@@ -7,16 +7,23 @@ Variants run interleaved in one process (``benchmarks/harness.py``); CPU µs/op 
 process's CPU (all threads: our reader, the official client's event loop thread).
 
 * ``raw``: 30 lines, one thread: write a line, read the next line (the pipe+JSON floor).
-* ``ours``: ``MCPClient.call_tool`` (id routing on a reader thread, typed result, output
-  validated against the tool's ``outputSchema``).
+* ``ours``: ``MCPClient.call_tool`` (id routing; the waiting caller reads its own answer
+  from the pipe, see docs/decisions.md §17; typed result, output validated against the
+  tool's ``outputSchema``).
+* ``ours-reader``: the same with leading switched off: the reader thread reads every
+  answer and hands it to the caller (the design before §17), for comparison.
 * ``official``: ``mcp.ClientSession`` over ``stdio_client`` (asyncio on a loop thread).
 
 Then connection start: spawn + negotiate + first call, median of ``--starts`` runs.
 
 ``--target http`` instead runs the official ``MCPServer`` over Streamable HTTP (one
 uvicorn process on 127.0.0.1) and compares ``MCPConnection.http`` with the official
-``mcp.Client(url)``, one table per era: legacy (session, answers as event streams) and
-modern 2026-07-28 (stateless, JSON answers). CPU µs/op is this process's CPU per call.
+``mcp.Client(url)`` and the floor, ``raw``: the same POST (same headers and body) sent by
+bare ``http.client`` on one kept-alive connection, its JSON or event-stream answer parsed
+by hand; one table per era: legacy (session, answers as event streams) and modern
+2026-07-28 (stateless, JSON answers); ``ours-worker`` is ours with every request run by
+a worker thread (the design before docs/decisions.md §17), for comparison. CPU µs/op is
+this process's CPU per call.
 
 Run from the repo top::
 
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import json
 import statistics
 import subprocess
@@ -146,16 +154,90 @@ class OfficialHTTPClient(OfficialClient):
             await self.stop.wait()
 
 
+class RawHTTPClient:
+    """The HTTP floor: ``http.client`` POSTs of the request ``conn`` would send (headers,
+    ``_meta`` envelope and session id copied once from it), answers parsed by hand."""
+
+    def __init__(self, url: str, conn: MCPConnection, name: str, arguments: Any) -> None:
+        host, _, rest = url.removeprefix("http://").partition("/")
+        self.path = "/" + rest
+        hostname, _, port = host.partition(":")
+        self.http = http.client.HTTPConnection(hostname, int(port))
+        session = conn.session
+        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        if session._base_meta is not None:
+            params["_meta"] = dict(session._base_meta)
+        self.params = params
+        self.headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **session._outgoing("request", "tools/call", 0, params, False).headers,
+        }
+        session_id = getattr(conn.transport, "_session", None)
+        if session_id is not None and session_id.id is not None:
+            self.headers["Mcp-Session-Id"] = session_id.id
+        self.next_id = 0
+
+    def call(self) -> Any:
+        self.next_id += 1
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call", "params": self.params}
+        )
+        try:
+            self.http.request("POST", self.path, body, self.headers)
+            response = self.http.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            # uvicorn drops a connection idle for 5 s (while another variant ran)
+            self.http.close()
+            self.http.request("POST", self.path, body, self.headers)
+            response = self.http.getresponse()
+        data = response.read()
+        if response.getheader("Content-Type", "").startswith("text/event-stream"):
+            for line in data.split(b"\n"):
+                if line.startswith(b"data:") and line[5:].strip():
+                    message = json.loads(line[5:])
+                    if message.get("id") == self.next_id:
+                        return message["result"]
+            raise AssertionError("no answer in the event stream")
+        return json.loads(data)["result"]
+
+    def close(self) -> None:
+        self.http.close()
+
+
 def http_variants(url: str, era: str, server_pid: int) -> tuple[list[Variant], Callable[[], None]]:
-    """ours vs official over Streamable HTTP in one era, against the same server."""
+    """ours vs official vs raw http.client over Streamable HTTP in one era."""
     name, arguments, expected = CALLS["mcpserver"]
     conn = MCPConnection.http(url, era=era)
     ours = conn.client()
+    conn_worker = MCPConnection.http(url, era=era)
+    ours_worker = conn_worker.client()
+    send = conn_worker.session._send
+
+    def send_by_worker(message: dict[str, Any], context: Any = None) -> None:
+        if context is not None:
+            context.inline = False  # the design before §17: a worker POSTs, reads, wakes us
+        send(message, context)
+
+    conn_worker.session._send = send_by_worker
+    raw = RawHTTPClient(url, conn, name, arguments)
     official = OfficialHTTPClient(url, "legacy" if era == "legacy" else "2026-07-28")
+
+    def run_raw(n: int) -> int:
+        for _ in range(n):
+            result = raw.call()
+        assert result["content"][0]["text"] == expected
+        return n
 
     def run_ours(n: int) -> int:
         for _ in range(n):
             result = ours.call_tool(name, arguments)
+        assert result.text == expected
+        return n
+
+    def run_ours_worker(n: int) -> int:
+        for _ in range(n):
+            result = ours_worker.call_tool(name, arguments)
         assert result.text == expected
         return n
 
@@ -170,12 +252,16 @@ def http_variants(url: str, era: str, server_pid: int) -> tuple[list[Variant], C
         return n
 
     variants = [
+        Variant("raw", run_raw, server_pid=server_pid),
         Variant("ours", run_ours, server_pid=server_pid),
+        Variant("ours-worker", run_ours_worker, server_pid=server_pid),
         Variant("official", run_official, server_pid=server_pid),
     ]
 
     def cleanup() -> None:
+        raw.close()
         conn.close()
+        conn_worker.close()
         official.close()
 
     return variants, cleanup
@@ -194,7 +280,7 @@ def run_http(rest: list[str]) -> None:
             try:
                 run_cli(
                     variants,
-                    baseline="official",
+                    baseline="raw",
                     default_n=300,
                     title=f"MCP Streamable HTTP tools/call against MCPServer, {era} era",
                     argv=rest,
@@ -215,6 +301,9 @@ def variants_for(target: str) -> tuple[list[Variant], Callable[[], None]]:
     raw = RawClient(argv)
     conn = MCPConnection.stdio(argv, era="legacy", stderr=None)
     ours = conn.client()
+    conn_reader = MCPConnection.stdio(argv, era="legacy", stderr=None)
+    conn_reader.session._calls.lead = None  # callers wait; the reader thread reads
+    ours_reader = conn_reader.client()
     official = OfficialClient(argv)
 
     def run_raw(n: int) -> int:
@@ -227,6 +316,12 @@ def variants_for(target: str) -> tuple[list[Variant], Callable[[], None]]:
     def run_ours(n: int) -> int:
         for _ in range(n):
             result = ours.call_tool(name, arguments)
+        assert result.text == expected
+        return n
+
+    def run_ours_reader(n: int) -> int:
+        for _ in range(n):
+            result = ours_reader.call_tool(name, arguments)
         assert result.text == expected
         return n
 
@@ -244,12 +339,14 @@ def variants_for(target: str) -> tuple[list[Variant], Callable[[], None]]:
     variants = [
         Variant("raw", run_raw, server_pid=raw.proc.pid),
         Variant("ours", run_ours, server_pid=conn.transport.pid),  # type: ignore[attr-defined]
+        Variant("ours-reader", run_ours_reader, server_pid=conn_reader.transport.pid),  # type: ignore[attr-defined]
         Variant("official", run_official, baseline="raw"),
     ]
 
     def cleanup() -> None:
         raw.close()
         conn.close()
+        conn_reader.close()
         official.close()
 
     return variants, cleanup

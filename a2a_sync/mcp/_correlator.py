@@ -27,13 +27,24 @@ logger = logging.getLogger("a2a_sync.mcp.session")  # where these messages alway
 
 #: Receives the notifications tagged with one request's id (``subscriptions/listen``).
 Route = Callable[[str, dict[str, Any]], None]
+#: A transport's ``lead`` (:class:`~.transports.Leader`).
+Lead = Callable[[RequestId, "Slot", "float | None", Callable[[], bool]], None]
 
 
 class Slot:
     """One pending request. ``lock`` is held until the answer (or failure) is stored;
     ``done`` (optional) is set at that moment too, for waiters that watch several things."""
 
-    __slots__ = ("done", "error", "last_progress", "lock", "method", "progress", "result")
+    __slots__ = (
+        "done",
+        "error",
+        "last_progress",
+        "lock",
+        "method",
+        "progress",
+        "result",
+        "waker",
+    )
 
     def __init__(
         self,
@@ -49,12 +60,21 @@ class Slot:
         self.last_progress = 0.0
         self.result: Any = None
         self.error: A2ASyncError | None = None
+        #: Wakes a caller that reads the transport itself (``Leader``), while it does.
+        self.waker: Callable[[], None] | None = None
+
+    def settled(self) -> bool:
+        """True once the result or error is stored."""
+        return not self.lock.locked()
 
     def settle(self) -> None:
         """The result or error is stored: wake the waiter (once per slot)."""
         self.lock.release()
         if self.done is not None:
             self.done.set()
+        waker = self.waker
+        if waker is not None:
+            waker()
 
     def fail(self, error: A2ASyncError) -> None:
         """Store ``error`` as the outcome and wake the waiter."""
@@ -72,6 +92,8 @@ class Correlator:
         abandon: ``(request_id, method, reason)``: tell the peer a request is no longer
             awaited (called outside the lock, only while the connection is open).
         flush: Wait (bounded) until queued callbacks have run (progress before a result).
+        lead: The transport's ``lead`` (:class:`~.transports.Leader`): a waiting caller
+            reads its own answer; None: callers wait for the transport's reader.
     """
 
     def __init__(
@@ -80,8 +102,10 @@ class Correlator:
         *,
         abandon: Callable[[RequestId, str, str], None],
         flush: Callable[[], None],
+        lead: Lead | None = None,
     ) -> None:
         self.name = name
+        self.lead = lead
         self._abandon = abandon
         self._flush = flush
         self._lock = threading.Lock()
@@ -89,6 +113,10 @@ class Correlator:
         self._routes: dict[RequestId, Route] = {}
         self._next_id = 1
         self._closed_error: A2ASyncError | None = None
+
+    def busy(self) -> bool:
+        """True while any request is pending."""
+        return bool(self._pending)
 
     @property
     def closed_error(self) -> A2ASyncError | None:
@@ -255,9 +283,20 @@ class PendingRequest:
             ConnectionClosed: The connection closed first.
         """
         slot = self._slot
-        if slot.lock.acquire(timeout=timeout):
-            return self._outcome()
-        start = time.monotonic() - timeout
+        lead = self._calls.lead
+        if lead is None:
+            if slot.lock.acquire(timeout=timeout):
+                return self._outcome()
+            start = time.monotonic() - timeout
+        else:
+            # Read our own answer on this thread if nobody else reads (leader/follower).
+            start = time.monotonic()
+            # With progress resetting the timeout, the caller's clock moves: do not block
+            # in the transport (it still starts what it kept for this thread).
+            deadline = None if reset_on_progress else start + timeout
+            lead(self.request_id, slot, deadline, self._calls.busy)
+            if slot.lock.acquire(timeout=max(start + timeout - time.monotonic(), 0)):
+                return self._outcome()
         if reset_on_progress:
             hard = start + (max_timeout if max_timeout is not None else 10 * timeout)
             while True:

@@ -331,7 +331,7 @@ class Negotiator:
 
     def _discover(self, session: MCPSession, version: str, timeout: float) -> t.ServerInfo:
         meta = eras.modern_meta(version, session.client_info, session.client_capabilities)
-        pending = session.begin("server/discover", {"_meta": meta}, envelope=False)
+        pending = session.begin("server/discover", {"_meta": meta}, envelope=False, inline=True)
         return eras.server_info_from_discover(pending.wait(timeout, operation="server/discover"))
 
 

@@ -81,7 +81,8 @@ def list_all(
                 raise DeadlineExceeded(
                     f"{operation} timed out after {timeout:g} s", timeout=timeout
                 )
-            pending = session.begin(method, {"cursor": cursor} if cursor is not None else None)
+            params = {"cursor": cursor} if cursor is not None else None
+            pending = session.begin(method, params, inline=True)
             try:
                 raw = pending.wait(remaining, operation=operation)
             except DeadlineExceeded as exc:

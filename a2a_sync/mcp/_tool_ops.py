@@ -94,7 +94,7 @@ class ToolOperations(Handle):
                 server died: exit status and stderr tail).
         """
         wanted = progress_for(progress, reset_timeout_on_progress)  # a token even with no callback
-        call = self.start_tool_call(name, arguments, progress=wanted, timeout=timeout)
+        call = self._start(name, arguments, timeout, wanted, inline=True)
         return call.result(
             reset_timeout_on_progress=reset_timeout_on_progress, max_timeout=max_timeout
         )
@@ -113,6 +113,18 @@ class ToolOperations(Handle):
         Raises:
             ConfigurationError: ``arguments`` is not a dict or None.
         """
+        return self._start(name, arguments, timeout, progress, inline=False)
+
+    def _start(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        timeout: float | None,
+        progress: Callable[[t.Progress], None] | None,
+        *,
+        inline: bool,
+    ) -> ToolCall:
+        """``start_tool_call``; ``inline``: the result is waited for next, on this thread."""
         if arguments is not None and not isinstance(arguments, Mapping):
             raise ConfigurationError(
                 f"tool arguments must be a JSON object (dict) or None, got "
@@ -122,7 +134,7 @@ class ToolOperations(Handle):
         if arguments is not None:
             params["arguments"] = arguments if type(arguments) is dict else dict(arguments)
         session = self._conn.session
-        pending = session.begin("tools/call", params, progress=progress)
+        pending = session.begin("tools/call", params, progress=progress, inline=inline)
         return ToolCall(
             self._tool_context(),
             name=name,

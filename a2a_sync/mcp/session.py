@@ -38,7 +38,7 @@ from .callbacks import (
     requests_progress_only,
     run_progress,
 )
-from .transports import Outgoing, RequestId, Transport
+from .transports import Leader, Outgoing, RequestId, Transport
 
 __all__ = [
     "DEFAULT_INPUT_REQUIRED_MAX_ROUNDS",
@@ -78,7 +78,7 @@ class MCPSession:
         self.transport_name: str = transport.name
         self.handlers = handlers or Handlers()
         self.client_capabilities = self.handlers.capabilities()
-        self.client_info = t.Implementation(name="a2a-sync", version=_package_version())
+        self.client_info = t.Implementation(name="a2a-sync", version=__version__)
         #: Filled by era negotiation.
         self.server_info: t.ServerInfo | None = None
         self.era: eras.Era | None = None
@@ -91,7 +91,10 @@ class MCPSession:
         # _lock guards _listeners; the correlator and the responder have their own.
         self._lock = threading.Lock()
         self._calls = Correlator(
-            self.transport_name, abandon=self._abandon, flush=self.flush_callbacks
+            self.transport_name,
+            abandon=self._abandon,
+            flush=self.flush_callbacks,
+            lead=transport.lead if isinstance(transport, Leader) else None,
         )
         self._closed = threading.Event()
         self._listeners: list[Callable[[str, dict[str, Any]], None]] = []
@@ -99,7 +102,7 @@ class MCPSession:
         self._dispatcher = Dispatcher()
         self._send = transport.send
         self._rounds = InputRounds(
-            lambda method, params, progress: self.begin(method, params, progress=progress),
+            lambda m, params, progress: self.begin(m, params, progress=progress, inline=True),
             self.handlers.answer,
             sleep,
         )
@@ -137,6 +140,7 @@ class MCPSession:
         envelope: bool = True,
         route: Route | None = None,
         done: threading.Event | None = None,
+        inline: bool = False,
     ) -> PendingRequest:
         """Send a request and return at once with its :class:`PendingRequest`.
 
@@ -152,6 +156,7 @@ class MCPSession:
                 the request is sent.
             done: Set once the request has an outcome (result, error, cancel), for a
                 caller that waits for it together with something else.
+            inline: The caller waits for it next, on this thread (see ``Leader``).
 
         Raises:
             ConnectionClosed: The connection is closed.
@@ -174,7 +179,7 @@ class MCPSession:
             message["params"] = params
         try:
             if self._wants_context:
-                self._send(message, self._outgoing("request", method, request_id, params))
+                self._send(message, self._outgoing("request", method, request_id, params, inline))
             else:
                 self._send(message)
         except A2ASyncError:
@@ -194,7 +199,8 @@ class MCPSession:
         max_timeout: float | None = None,
     ) -> Any:
         """Send a request and wait for its raw result (see :meth:`PendingRequest.wait`)."""
-        pending = self.begin(method, params, progress=progress_for(progress, reset_on_progress))
+        wanted = progress_for(progress, reset_on_progress)
+        pending = self.begin(method, params, progress=wanted, inline=True)
         return pending.wait(
             timeout,
             operation=operation,
@@ -257,7 +263,7 @@ class MCPSession:
         if closed is not None:
             raise closed.with_traceback(None)
         if self._wants_context:
-            self._send(message, self._outgoing("notification", method, None, params))
+            self._send(message, self._outgoing("notification", method, None, params, False))
         else:
             self._send(message)
 
@@ -279,7 +285,7 @@ class MCPSession:
         self._calls.remove_route(request_id)
 
     def _outgoing(
-        self, kind: str, method: str | None, request_id: RequestId | None, params: Any
+        self, kind: str, method: str | None, rid: RequestId | None, params: Any, inline: bool
     ) -> Outgoing:
         version = self.protocol_version
         era = self.era or "legacy"
@@ -293,7 +299,7 @@ class MCPSession:
             if version is not None
             else {}
         )
-        return Outgoing(kind, method, request_id, headers)
+        return Outgoing(kind, method, rid, headers, inline)
 
     def _abandon(self, request_id: RequestId, method: str, reason: str) -> None:
         """The correlator stopped waiting for a request: free it at the transport, or
@@ -386,10 +392,6 @@ class MCPSession:
 
     def _reply(self, reply: dict[str, Any]) -> None:
         if self._wants_context:
-            self._send(reply, self._outgoing("response", None, reply["id"], None))
+            self._send(reply, self._outgoing("response", None, reply["id"], None, False))
         else:
             self._send(reply)
-
-
-def _package_version() -> str:
-    return __version__

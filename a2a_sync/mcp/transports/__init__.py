@@ -37,6 +37,17 @@ cancel), it calls ``abandon(request_id)``. A transport that can cancel at its ow
 (modern Streamable HTTP: close that request's response stream) does so and returns
 ``True``; otherwise it returns ``False`` and the session sends ``notifications/cancelled``.
 
+**Leading (optional).** A transport that can let a waiting caller read its own answer
+satisfies :class:`Leader` (stdio: :mod:`._stdio_lead`; Streamable HTTP runs the
+request's POST there). A caller about to block on a request calls
+``lead(request_id, waiter, deadline, busy)`` first: the transport may read and deliver
+incoming messages on the caller's thread until ``waiter.settled()`` or ``deadline``, and
+returns at once when it cannot (another caller leads); ``deadline`` ``None`` means "do
+not block here" (the timeout restarts on progress). Anything that settles the call
+elsewhere (a cancel, the connection's end) calls ``waiter.waker`` so a leader wakes. An
+:class:`Outgoing` with ``inline`` set announces that its sender will wait for the answer
+right away on the same thread (HTTP may then send it from ``lead``).
+
 **Shutdown.** ``close()`` shuts down gracefully with bounded waits (stdio: close stdin,
 wait, SIGTERM, SIGKILL; HTTP: ``DELETE`` the session, close the pool). It is idempotent
 and may be called from any thread, including while another thread is inside ``send``.
@@ -64,15 +75,26 @@ stays usable (the next request tries again).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, Protocol, runtime_checkable
 
 from ...errors import A2ASyncError
 
-__all__ = ["MessageSink", "Outgoing", "ProcessTransport", "RequestId", "Transport"]
+__all__ = [
+    "Busy",
+    "Leader",
+    "MessageSink",
+    "Outgoing",
+    "ProcessTransport",
+    "RequestId",
+    "Transport",
+    "Waiter",
+]
 
 #: A JSON-RPC id as this package sends them (the session uses ints; peers may use strings).
 RequestId = int | str
+#: Tells a leading transport whether calls other than the leader's are pending.
+Busy = Callable[[], bool]
 
 
 class Outgoing:
@@ -85,7 +107,7 @@ class Outgoing:
         headers: Protocol headers to send with this message (HTTP transports).
     """
 
-    __slots__ = ("headers", "kind", "method", "request_id")
+    __slots__ = ("headers", "inline", "kind", "method", "request_id")
 
     def __init__(
         self,
@@ -93,11 +115,14 @@ class Outgoing:
         method: str | None,
         request_id: RequestId | None,
         headers: dict[str, str],
+        inline: bool = False,
     ) -> None:
         self.kind = kind
         self.method = method
         self.request_id = request_id
         self.headers = headers
+        #: A request whose sender waits for it at once on its own thread (``lead``).
+        self.inline = inline
 
     @classmethod
     def of(cls, message: dict[str, Any]) -> Outgoing:
@@ -181,3 +206,29 @@ class ProcessTransport(Protocol):
 
     def limit_shutdown(self, seconds: float) -> None:
         """Bound the next ``close()`` to about ``seconds``."""
+
+
+class Waiter(Protocol):
+    """A pending call as a leading transport sees it (the session's slot)."""
+
+    #: Set by the leader while it reads; called when the call is settled elsewhere.
+    waker: Callable[[], None] | None
+
+    def settled(self) -> bool:
+        """True once the call has its outcome."""
+
+
+@runtime_checkable
+class Leader(Protocol):
+    """A transport on which a waiting caller may read its own answer (stdio)."""
+
+    def lead(
+        self,
+        request_id: RequestId,
+        waiter: Waiter,
+        deadline: float | None,
+        busy: Busy,
+    ) -> None:
+        """Read and deliver on this thread until ``waiter`` is settled, ``deadline``
+        (``time.monotonic()``; None: do not block) passes or the transport needs the
+        thread back; ``busy()`` tells whether other calls are still pending."""

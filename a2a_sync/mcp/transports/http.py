@@ -2,11 +2,13 @@
 
 Every client message is its own POST (``Accept: application/json, text/event-stream``).
 
-* **Requests** are POSTed by a worker thread (:class:`~._workers.Workers`,
-  :class:`~._request.RequestPoster`), which reads the answer — one JSON object, or an
-  event stream carrying notifications and server requests before the response — and
-  hands every message to the session as soon as it arrives. ``send`` returns at once, so
-  the caller's own timeout and ``cancel()`` work while the server thinks.
+* **Requests** are POSTed by :class:`~._request.RequestPoster`, which reads the answer —
+  one JSON object, or an event stream carrying notifications and server requests before
+  the response — and hands every message to the session as soon as it arrives. A request
+  whose sender waits for it at once (``Outgoing.inline``: ``call_tool``, listings...) is
+  POSTed and read on the caller's own thread when it waits (:meth:`lead`), its deadline
+  kept by :class:`~._deadlines.Deadlines` and ``cancel()`` from another thread aborting
+  the read; any other request is run by a worker thread (:class:`~._workers.Workers`).
 * **Notifications and replies** to server requests are POSTed on the caller's thread
   (the server answers 202 at once), so they reach the server in order; a reply to a
   sampling request goes out on a second pooled connection while the stream that asked
@@ -53,14 +55,10 @@ from collections.abc import Hashable
 from typing import Any, Final
 
 from ..._net.http import HTTPTransport
-from ...errors import (
-    A2ASyncError,
-    Cancelled,
-    ConnectionClosed,
-    TransportError,
-)
+from ...errors import A2ASyncError, Cancelled, ConnectionClosed
 from ...policies import ReconnectPolicy, Timeout
-from . import MessageSink, Outgoing, RequestId
+from . import Busy, MessageSink, Outgoing, RequestId, Waiter
+from ._deadlines import Deadlines
 from ._fallback import SSEFallback
 from ._httpbase import (
     ACK_TIMEOUT,
@@ -69,8 +67,9 @@ from ._httpbase import (
     THREAD_JOIN_TIMEOUT,
     Endpoint,
 )
+from ._inflight import InFlight
 from ._listener import Listener
-from ._request import RequestPoster, log_in_first, new_id, post_ack
+from ._request import RequestPoster, log_in_first, post_ack
 from ._session import LegacySession
 from ._streams import Exchange, Link
 from ._workers import Workers
@@ -156,13 +155,13 @@ class StreamableHTTPTransport:
             renew=self._renew,
             fall_back=self._fall_back if fallback_to_sse else None,
         )
+        self._inflight = InFlight(self._poster, endpoint, self.name)
         self._workers = Workers("a2a-sync-mcp-http")
+        self._deadlines = Deadlines("a2a-sync-mcp-http-deadlines")
         self._sink: MessageSink | None = None
         self._delegate: LegacySSETransport | None = None
-        # _lock guards _exchanges, _internal, _listener(s), _closing, _reported.
+        # _lock guards _listener(s), _closing, _reported.
         self._lock = threading.Lock()
-        self._exchanges: dict[RequestId, Exchange] = {}
-        self._internal: set[Exchange] = set()
         self._listener: Listener | None = None
         self._listeners: list[Listener] = []
         self._closing = False
@@ -218,15 +217,37 @@ class StreamableHTTPTransport:
         sink = self._sink
         assert sink is not None
         exchange = Exchange(message, context, sink, self._link.max_event_bytes)
-        with self._lock:
-            if self._closing:
-                raise ConnectionClosed(f"MCP connection to {self.name} is closed")
-            self._exchanges[exchange.request_id] = exchange
+        self._inflight.add(exchange, deferred=context.inline)
+        if context.inline:
+            return  # the sender runs it in lead(), next, on its own thread
         try:
-            self._workers.submit(lambda: self._run(exchange))
+            self._workers.submit(lambda: self._inflight.run(exchange))
         except Cancelled:
-            self._unregister(exchange)
+            self._inflight.remove(exchange)
             raise ConnectionClosed(f"MCP connection to {self.name} is closed") from None
+
+    def lead(self, request_id: RequestId, _: Waiter, deadline: float | None, busy: Busy) -> None:
+        """Run the POST of a request sent ``inline`` on the waiting caller's thread and
+        read its answer there; past ``deadline`` the exchange is aborted. ``deadline``
+        None (the timeout restarts on progress): a worker runs it instead."""
+        exchange = self._inflight.claim(request_id)
+        if exchange is None:
+            return
+        if deadline is None:
+            try:
+                self._workers.submit(lambda: self._inflight.run(exchange))
+            except Cancelled:
+                self._inflight.remove(exchange)
+                error = ConnectionClosed(f"MCP connection to {self.name} is closed")
+                exchange.sink.fail(request_id, error)
+            return
+        entry = self._deadlines.watch(exchange, deadline)
+        try:
+            self._inflight.run(exchange)
+        finally:
+            self._deadlines.unwatch(entry)
+        if entry.fired and not exchange.answered:
+            self._inflight.expired(exchange)
 
     def abandon(self, request_id: RequestId) -> bool:
         """Close the request's response stream; True in the modern era, where that is
@@ -234,8 +255,10 @@ class StreamableHTTPTransport:
         delegate = self._delegate
         if delegate is not None:
             return delegate.abandon(request_id)
-        with self._lock:
-            exchange = self._exchanges.get(request_id)
+        if self._inflight.claim(request_id) is not None:  # never sent: nothing to cancel
+            self._inflight.remove_id(request_id)
+            return True
+        exchange = self._inflight.get(request_id) or self._inflight.take_expired(request_id)
         if exchange is None:
             return False
         exchange.abort()
@@ -253,12 +276,12 @@ class StreamableHTTPTransport:
         with self._lock:
             first = not self._closing
             self._closing = True
-            exchanges = [*self._exchanges.values(), *self._internal]
             listeners = list(self._listeners)
         if not first:
             self._close_done.wait(DELETE_TIMEOUT + 3 * THREAD_JOIN_TIMEOUT)
             return
         delegate = self._delegate
+        exchanges = self._inflight.close()
         try:
             for exchange in exchanges:
                 exchange.abort()
@@ -270,6 +293,7 @@ class StreamableHTTPTransport:
                 self._session.end(self._http, self._endpoint, self.name)
             self._http.close()
             self._workers.close()
+            self._deadlines.close()
             for listener in listeners:
                 if listener.thread is not threading.current_thread():
                     listener.thread.join(THREAD_JOIN_TIMEOUT)
@@ -277,28 +301,6 @@ class StreamableHTTPTransport:
             if delegate is None:
                 self._report(None)
             self._close_done.set()
-
-    # --- one request ----------------------------------------------------------------------------
-
-    def _run(self, exchange: Exchange) -> None:
-        try:
-            self._poster.run(exchange)
-        except A2ASyncError as exc:
-            if not exchange.stop.is_set():  # else abandoned, or closing: nobody waits
-                if isinstance(exc, TransportError):
-                    exc = self._endpoint.redact(exc)
-                exchange.sink.fail(exchange.request_id, exc)
-        except Exception:  # top of a worker: the waiting caller must hear of it
-            logger.exception("MCP HTTP exchange with %s failed", self.name)
-            error = ConnectionClosed(f"the exchange with {self.name} failed")
-            exchange.sink.fail(exchange.request_id, error)
-        finally:
-            self._unregister(exchange)
-
-    def _unregister(self, exchange: Exchange) -> None:
-        with self._lock:
-            if self._exchanges.get(exchange.request_id) is exchange:
-                del self._exchanges[exchange.request_id]
 
     # --- session renewal ------------------------------------------------------------------------
 
@@ -316,25 +318,7 @@ class StreamableHTTPTransport:
         """Send a request of our own (a replayed one) on this thread; return its answer."""
         sink = self._sink
         assert sink is not None
-        exchange = Exchange(
-            {**message, "id": new_id()},
-            context,
-            sink,
-            self._link.max_event_bytes,
-            internal=True,
-        )
-        with self._lock:
-            if self._closing:
-                raise ConnectionClosed(f"MCP connection to {self.name} is closed")
-            self._internal.add(exchange)
-        try:
-            self._poster.run(exchange)
-        finally:
-            with self._lock:
-                self._internal.discard(exchange)
-        if exchange.result is None:
-            raise ConnectionClosed(f"MCP connection to {self.name} is closed")
-        return exchange.result
+        return self._inflight.run_internal(message, context, sink, self._link.max_event_bytes)
 
     def log_in(self, timeout: float) -> bool:
         """Let an OAuth ``auth`` log in before the era probe (see

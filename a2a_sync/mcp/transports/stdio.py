@@ -14,8 +14,9 @@ logging, a file-like object or nowhere while keeping a tail for error messages (
 touches ``sys.stderr``'s file descriptor, so it works in Jupyter; during the era probe it
 holds lines so an older server's complaint about the probe can be collapsed, see
 :mod:`._stdio_text`); and an **exit watcher** that reaps the child the
-moment it exits. Writes happen on the caller's thread under a lock, one JSON message per
-line, flushed.
+moment it exits (on POSIX a waiting caller reads its own answer while no one else needs
+stdout: :mod:`._stdio_lead`). Writes happen on the caller's thread under a lock, one
+JSON message per line, flushed.
 
 Shutdown follows the MCP lifecycle: close stdin, wait :data:`PROCESS_TERMINATION_TIMEOUT`,
 SIGTERM the process group, wait :data:`FORCE_KILL_TIMEOUT`, SIGKILL; every wait bounded,
@@ -24,8 +25,8 @@ drained meanwhile so a server blocked on a full pipe can exit, and stragglers le
 group killed. A server that exits on its own fails every pending call at once with its exit
 status and the tail of its stderr.
 
-Windows: the child gets a new process group and is terminated directly; Job Object tree
-kill is not implemented (grandchildren of a wrapper may survive there).
+Windows: the child gets a new process group and is terminated directly (no Job Object
+tree kill: grandchildren of a wrapper may survive there).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from ...errors import (
     ConnectionClosed,
     ServerProcessError,
 )
-from . import MessageSink, Outgoing, RequestId
+from . import Busy, MessageSink, Outgoing, RequestId, Waiter
 from ._process import (
     DEFAULT_INHERITED_ENV_VARS,
     FORCE_KILL_TIMEOUT,
@@ -58,6 +59,7 @@ from ._process import (
     shutdown_waits,
     signal_group,
 )
+from ._stdio_lead import StdoutPipe, open_pipe
 from ._stdio_stderr import LOG, StderrChannel
 from ._stdio_text import NoiseLimiter, discard, read_messages
 
@@ -141,6 +143,7 @@ class StdioTransport:
         self._close_done = threading.Event()
         self._threads: list[threading.Thread] = []
         self._stdin: IO[bytes] | None = None
+        self._pipe: StdoutPipe | None = None
         self._noise = NoiseLimiter(logger, self.name)
         self._stderr = StderrChannel(stderr, self.name, lambda: self.pid)
         self._shutdown_limit: float | None = None
@@ -210,6 +213,7 @@ class StdioTransport:
             raise ServerProcessError(f"could not start {self.name}: {exc.strerror or exc}") from exc
         self._proc = proc
         self._stdin = proc.stdin
+        self._pipe = open_pipe(proc.stdout, self._max_line, sink.deliver, self._noise, self.name)
         tag = str(proc.pid)
         self._spawn(self._read_stdout, f"a2a-sync-mcp-stdio-reader-{tag}")
         if proc.stderr is not None:
@@ -233,6 +237,11 @@ class StdioTransport:
                 stdin.flush()
             except (OSError, ValueError) as exc:
                 raise self._gone_error("could not write to") from exc
+
+    def lead(self, _id: RequestId, waiter: Waiter, deadline: float | None, busy: Busy) -> None:
+        """Read stdout on the waiting caller's thread (see :mod:`._stdio_lead`)."""
+        if self._pipe is not None and deadline is not None:
+            self._pipe.lead(waiter, deadline, busy)
 
     def abandon(self, request_id: RequestId) -> bool:
         """stdio cancels with ``notifications/cancelled``: nothing to do here."""
@@ -273,6 +282,9 @@ class StdioTransport:
     # --- shutdown ------------------------------------------------------------------------------
 
     def _shutdown(self, proc: subprocess.Popen[bytes]) -> None:
+        pipe = self._pipe
+        if pipe is not None:
+            pipe.closing()  # a leading caller hands stdout to the reader, which drains it
         acquired = self._write_lock.acquire(timeout=_WRITER_LOCK_TIMEOUT)
         try:
             if proc.stdin is not None:
@@ -290,10 +302,12 @@ class StdioTransport:
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(_THREAD_JOIN_TIMEOUT)
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
+        if pipe is not None:  # a grandchild may hold stdout open: stop reading it
+            pipe.stop(self._threads[0], _THREAD_JOIN_TIMEOUT)  # [0]: the reader
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
                 with contextlib.suppress(OSError):
-                    pipe.close()
+                    stream.close()
 
     def _signal(self, proc: subprocess.Popen[bytes], sig: int) -> None:
         if not self._exited.is_set():
@@ -314,15 +328,19 @@ class StdioTransport:
         assert proc.stdout is not None
         assert sink is not None
         readline = proc.stdout.readline
-        error = read_messages(readline, self._max_line, sink.deliver, self._noise, self.name)
+        pipe = self._pipe
+        error = (
+            pipe.run()
+            if pipe is not None
+            else read_messages(readline, self._max_line, sink.deliver, self._noise, self.name)
+        )
         if error is not None:
             self._report(error)
             threading.Thread(
                 target=self._close_quietly, name="a2a-sync-mcp-stdio-abort", daemon=True
             ).start()
-            # Keep draining (and dropping) stdout so the server is not stuck on a full pipe
-            # while it is being shut down.
-            discard(readline)
+            # Keep draining stdout: a server stuck on a full pipe could not exit.
+            pipe.discard() if pipe is not None else discard(readline)
             self._reader_done.set()
             return
         self._reader_done.set()
