@@ -9,10 +9,13 @@ a password: it is never logged, formatted into a message or shown in a repr.
 prepared on every pooled connection when it opens and run through psycopg's libpq layer
 (:attr:`psycopg.Connection.pgconn`, ``exec_prepared``): a third of the client CPU of
 ``Connection.execute``, whose cursors, adapters and result objects these statements do
-not need (they only report how many rows they produced). Their parameters are text
-(``str``, ``int``, ``None``) or binary ``bytes`` (bytea), with types cast in the SQL.
-Everything else goes through ``Connection.execute``. The libpq call releases the GIL
-while it waits for the database, like psycopg's own.
+not need (they only report how many rows they produced, or return their values as bytes:
+:meth:`Database.fetch_prepared`). Their parameters are text (``str``, ``int``, ``None``)
+or binary ``bytes`` (bytea), with types cast in the SQL. Everything else goes through
+``Connection.execute``. The libpq call releases the GIL while it waits for the database,
+like psycopg's own. Connections are taken from the pool with ``getconn``/``putconn``
+(half the client CPU of the ``connection()`` context manager, whose ``with connection``
+block only commits, which autocommit makes a no-op).
 """
 
 from __future__ import annotations
@@ -26,12 +29,14 @@ from psycopg_pool import ConnectionPool
 
 from ...errors import ConfigurationError, InternalError
 
-__all__ = ["APPLICATION_NAME", "Database", "Param"]
+__all__ = ["APPLICATION_NAME", "Database", "Param", "RawRows"]
 
 #: ``application_name`` of every connection (``pg_stat_activity`` shows who is who).
 APPLICATION_NAME: Final = "a2a_sync"
 
 Rows = list[tuple[Any, ...]]
+#: Rows of :meth:`Database.fetch_prepared`: each value as PostgreSQL's binary form, or None.
+RawRows = list[list[bytes | None]]
 #: A parameter of a prepared statement.
 Param = str | int | bytes | None
 
@@ -117,12 +122,15 @@ class Database:
             InternalError: The database failed or no connection was free in time.
         """
         try:
-            with self._pool.connection() as conn:
+            conn = self._pool.getconn()
+            try:
                 cursor = conn.execute(sql, args, binary=binary)
                 pgresult = cursor.pgresult
                 if pgresult is None or pgresult.status != pq.ExecStatus.TUPLES_OK:
                     return []
                 return cursor.fetchall()
+            finally:
+                self._pool.putconn(conn)
         except psycopg.Error as exc:
             raise InternalError("task store query failed") from exc
 
@@ -132,6 +140,20 @@ class Database:
         Raises:
             InternalError: The database failed (the SQLSTATE is in the message).
         """
+        return self._exec(name, params, 0).ntuples
+
+    def fetch_prepared(self, name: str, params: Sequence[Param]) -> RawRows:
+        """Run a prepared statement; returns its rows, values in binary form (``int4``
+        as 4 bytes big-endian, ``text`` as UTF-8, ``bytea`` as is).
+
+        Raises:
+            InternalError: The database failed (the SQLSTATE is in the message).
+        """
+        result = self._exec(name, params, 1)
+        columns = range(result.nfields)
+        return [[result.get_value(row, col) for col in columns] for row in range(result.ntuples)]
+
+    def _exec(self, name: str, params: Sequence[Param], result_format: int) -> pq.abc.PGresult:
         values: list[bytes | None] = []
         formats: list[int] = []
         for param in params:
@@ -142,15 +164,23 @@ class Database:
                 values.append(None if param is None else str(param).encode())
                 formats.append(0)
         try:
-            with self._pool.connection() as conn:
+            conn = self._pool.getconn()
+            try:
                 # None is SQL NULL (libpq takes a null pointer; the stub omits it).
-                result = conn.pgconn.exec_prepared(name.encode(), values, formats)  # type: ignore[arg-type]
+                result = conn.pgconn.exec_prepared(
+                    name.encode(),
+                    values,  # type: ignore[arg-type]
+                    formats,
+                    result_format=result_format,
+                )
+            finally:
+                self._pool.putconn(conn)
         except psycopg.Error as exc:
             raise InternalError("task store statement failed") from exc
         if result.status not in _OK:
             state = result.error_field(pq.DiagnosticField.SQLSTATE) or b"?"
             raise InternalError(f"task store statement failed (SQLSTATE {state.decode()})")
-        return result.ntuples
+        return result
 
     def run(self, work: Callable[[psycopg.Connection[Any]], Any]) -> Any:
         """Call ``work(connection)`` on a pooled connection.

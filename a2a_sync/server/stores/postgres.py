@@ -229,6 +229,12 @@ class PostgresTaskStore(TaskStore):
 
     def get_task(self, task_id: str, *, principal: str | None) -> StoredTask | None:
         record = self._cache.cached(task_id)
+        if record is not None and record.state[0].status.state.is_terminal:
+            # A terminal task never changes again: what this worker cached is what is stored.
+            task, seq = record.state
+            if principal is not None and record.principal != principal:
+                return None
+            return StoredTask(task, seq, record.principal)
         row = self._rows.fetch(task_id, record.state if record is not None else None)
         if row is None or (principal is not None and row.principal != principal):
             return None
