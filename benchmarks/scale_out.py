@@ -44,6 +44,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -241,17 +242,20 @@ def gunicorn(count: int, database: str) -> Iterator[tuple[int, int]]:
     """gunicorn with ``count`` gthread workers on a free port; yields (master pid, port).
     ``database`` empty: the in-memory store."""
     port = _free_port()
+    cwd = tempfile.mkdtemp(prefix="a2a-scale-out-")
     path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(ROOT)) if p)
     env = {**os.environ, "A2A_DATABASE_URL": database, "PYTHONPATH": path}
     command = [
         sys.executable, "-m", "gunicorn",
         "--worker-class", "gthread", "--workers", str(count),
         "--threads", str(GUNICORN_THREADS), "--bind", f"127.0.0.1:{port}",
-        "--graceful-timeout", "15", "--log-level", "warning",
+        "--graceful-timeout", "15", "--log-level", "warning", "--chdir", cwd,
         "-c", "python:benchmarks.scale_out_gunicorn",
         "benchmarks.scale_out_app:app",
     ]  # fmt: skip
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+    # A neutral working directory: ``-m`` and gunicorn put it first on sys.path, and a
+    # PYTHONPATH given to this script (another a2a_sync to compare with) must come first.
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL)
     try:
         _wait_up(port, process)
         _wait_workers(process.pid, count)
@@ -263,6 +267,22 @@ def gunicorn(count: int, database: str) -> Iterator[tuple[int, int]]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(5)
+        os.rmdir(cwd)
+
+
+def _served_from() -> str:
+    """Where the workers import a2a_sync from (a PYTHONPATH given to this script wins)."""
+    path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(ROOT)) if p)
+    code = "import os, a2a_sync; print(os.path.dirname(a2a_sync.__file__))"
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": path},
+        cwd=tempfile.gettempdir(),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.strip()
 
 
 def _wait_workers(master: int, count: int) -> None:
@@ -365,6 +385,7 @@ def main() -> None:
         f"  (n={args.n}, reps={args.reps}; medians; client CPU in 'CPU µs/op')"
     )
     print(render(results, title))
+    print(f"workers' a2a_sync: {_served_from()}")
     print()
     _report(results, meter)
     print()
