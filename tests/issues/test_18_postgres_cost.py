@@ -83,8 +83,11 @@ def test_a_terminal_task_is_read_from_the_cache_only_by_the_worker_that_stored_i
     statements.clear()
     on_b = b.get_task("t1", principal="alice")  # never seen here: read from the database
     assert statements == {"fetch_prepared": 1}
-    assert on_b is not None and on_b.seq == 4
-    assert on_b.task == a.get_task("t1", principal="alice").task  # type: ignore[union-attr]
+    assert on_b is not None
+    assert on_b.seq == 4
+    on_a = a.get_task("t1", principal="alice")
+    assert on_a is not None
+    assert on_b.task == on_a.task
     assert a.get_task("t1", principal="mallory") is None  # the cache checks the owner too
     assert b.get_task("t1", principal="mallory") is None
 
@@ -103,11 +106,13 @@ def test_a_task_that_may_still_change_is_read_from_the_database_with_the_events_
     on_b = b.get_task("t1", principal=None)
     assert statements == {"fetch_prepared": 1}
     on_a = a.get_task("t1", principal=None)
-    assert on_b is not None and on_a is not None
+    assert on_b is not None
+    assert on_a is not None
     assert on_b.seq == on_a.seq == 2 + count
     assert on_b.task == on_a.task
     parts = on_b.task.artifacts[0].parts  # appended chunks are parts of one artifact
     assert [part.text for part in parts] == [f"{i};" for i in range(count)]
     b.append_event("t1", status("t1", TaskState.completed))  # b's cache was brought up
     final = a.get_task("t1", principal=None)  # a's copy is stale: read again
-    assert final is not None and final.task.status.state is TaskState.completed
+    assert final is not None
+    assert final.task.status.state is TaskState.completed
