@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -116,3 +117,30 @@ def test_a_task_that_may_still_change_is_read_from_the_database_with_the_events_
     final = a.get_task("t1", principal=None)  # a's copy is stale: read again
     assert final is not None
     assert final.task.status.state is TaskState.completed
+
+
+def test_parked_connections_never_starve_a_caller_waiting_on_the_pool(postgres_dsn: str) -> None:
+    """One pooled connection, four threads: each statement's connection is parked for the
+    next one unless another thread waits on the pool, which then gets it (a parked
+    connection that nobody takes would make that thread time out: InternalError)."""
+    store = PostgresTaskStore(postgres_dsn, pool_size=1, pool_min=1, pool_timeout=5.0)
+    errors: list[BaseException] = []
+
+    def sender(index: int) -> None:
+        try:
+            for n in range(15):
+                _send_message(store, f"t{index}-{n}")
+        except BaseException as exc:  # reported below, with the thread's name
+            errors.append(exc)
+
+    with store:
+        threads = [
+            threading.Thread(target=sender, args=(i,), name=f"a2a-sync-test-sender-{i}")
+            for i in range(4)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert not any(thread.is_alive() for thread in threads)
+    assert errors == []
