@@ -9,14 +9,25 @@ a password: it is never logged, formatted into a message or shown in a repr.
 prepared on every pooled connection when it opens and run through psycopg's libpq layer
 (:attr:`psycopg.Connection.pgconn`, ``exec_prepared``): a third of the client CPU of
 ``Connection.execute``, whose cursors, adapters and result objects these statements do
-not need (they only report how many rows they produced). Their parameters are text
-(``str``, ``int``, ``None``) or binary ``bytes`` (bytea), with types cast in the SQL.
-Everything else goes through ``Connection.execute``. The libpq call releases the GIL
-while it waits for the database, like psycopg's own.
+not need (they only report how many rows they produced, or return their values as bytes:
+:meth:`Database.fetch_prepared`). Their parameters are text (``str``, ``int``, ``None``)
+or binary ``bytes`` (bytea), with types cast in the SQL. Everything else goes through
+``Connection.execute``. The libpq call releases the GIL while it waits for the database,
+like psycopg's own.
+
+**Parked connections.** A statement's connection goes back to a short list of this
+store's own rather than to the pool (psycopg_pool's ``getconn``/``putconn`` pair costs
+20 to 40 µs of CPU under load, several times per request); the next statement takes it
+from there with one lock. The pool still opens, configures, bounds (``pool_size``) and
+replaces connections: a connection that is broken or inside a transaction goes back to
+it, and while any thread waits on the pool every returned connection goes to the pool,
+so a parked connection never sits idle while a caller times out. Connections opened for
+a burst therefore stay open (at most ``pool_size``) until the store closes.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -26,16 +37,20 @@ from psycopg_pool import ConnectionPool
 
 from ...errors import ConfigurationError, InternalError
 
-__all__ = ["APPLICATION_NAME", "Database", "Param"]
+__all__ = ["APPLICATION_NAME", "Database", "Param", "RawRows"]
 
 #: ``application_name`` of every connection (``pg_stat_activity`` shows who is who).
 APPLICATION_NAME: Final = "a2a_sync"
 
 Rows = list[tuple[Any, ...]]
+#: Rows of :meth:`Database.fetch_prepared`: each value as PostgreSQL's binary form, or None.
+RawRows = list[list[bytes | None]]
 #: A parameter of a prepared statement.
 Param = str | int | bytes | None
 
 _OK: Final = (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK)
+_IDLE: Final = pq.TransactionStatus.IDLE
+_CONN_OK: Final = pq.ConnStatus.OK
 
 
 class Database:
@@ -74,6 +89,10 @@ class Database:
             "client_encoding": "UTF8",  # what execute_prepared encodes text parameters in
         }
         self._prepared = {name.encode(): sql.encode() for name, sql in prepared.items()}
+        self._lock = threading.Lock()  # guards the three below
+        self._parked: list[psycopg.Connection[Any]] = []
+        self._pool_waiters = 0  # threads in the pool's getconn
+        self._closing = False
         try:
             with self.connect() as conn:
                 setup(conn)
@@ -105,6 +124,28 @@ class Database:
             if result.status != pq.ExecStatus.COMMAND_OK:
                 raise psycopg.OperationalError(f"cannot prepare {name.decode()}")
 
+    def _take(self) -> psycopg.Connection[Any]:
+        """A parked connection, else one from the pool (waits up to ``pool_timeout``)."""
+        with self._lock:
+            if self._parked:
+                return self._parked.pop()
+            self._pool_waiters += 1
+        try:
+            return self._pool.getconn()
+        finally:
+            with self._lock:
+                self._pool_waiters -= 1
+
+    def _give(self, conn: psycopg.Connection[Any]) -> None:
+        """Park a healthy idle connection, unless a thread waits on the pool for one."""
+        pgconn = conn.pgconn
+        if pgconn.status == _CONN_OK and pgconn.transaction_status == _IDLE:
+            with self._lock:
+                if not self._pool_waiters and not self._closing:
+                    self._parked.append(conn)
+                    return
+        self._pool.putconn(conn)  # the pool hands it on, resets it or replaces it
+
     def query(self, sql: Any, args: Any = (), *, binary: bool = False) -> Rows:
         """Run one statement (autocommit) and return its rows (none for commands).
 
@@ -117,12 +158,15 @@ class Database:
             InternalError: The database failed or no connection was free in time.
         """
         try:
-            with self._pool.connection() as conn:
+            conn = self._take()
+            try:
                 cursor = conn.execute(sql, args, binary=binary)
                 pgresult = cursor.pgresult
                 if pgresult is None or pgresult.status != pq.ExecStatus.TUPLES_OK:
                     return []
                 return cursor.fetchall()
+            finally:
+                self._give(conn)
         except psycopg.Error as exc:
             raise InternalError("task store query failed") from exc
 
@@ -132,6 +176,20 @@ class Database:
         Raises:
             InternalError: The database failed (the SQLSTATE is in the message).
         """
+        return self._exec(name, params, 0).ntuples
+
+    def fetch_prepared(self, name: str, params: Sequence[Param]) -> RawRows:
+        """Run a prepared statement; returns its rows, values in binary form (``int4``
+        as 4 bytes big-endian, ``text`` as UTF-8, ``bytea`` as is).
+
+        Raises:
+            InternalError: The database failed (the SQLSTATE is in the message).
+        """
+        result = self._exec(name, params, 1)
+        columns = range(result.nfields)
+        return [[result.get_value(row, col) for col in columns] for row in range(result.ntuples)]
+
+    def _exec(self, name: str, params: Sequence[Param], result_format: int) -> pq.abc.PGresult:
         values: list[bytes | None] = []
         formats: list[int] = []
         for param in params:
@@ -142,15 +200,23 @@ class Database:
                 values.append(None if param is None else str(param).encode())
                 formats.append(0)
         try:
-            with self._pool.connection() as conn:
+            conn = self._take()
+            try:
                 # None is SQL NULL (libpq takes a null pointer; the stub omits it).
-                result = conn.pgconn.exec_prepared(name.encode(), values, formats)  # type: ignore[arg-type]
+                result = conn.pgconn.exec_prepared(
+                    name.encode(),
+                    values,  # type: ignore[arg-type]
+                    formats,
+                    result_format=result_format,
+                )
+            finally:
+                self._give(conn)
         except psycopg.Error as exc:
             raise InternalError("task store statement failed") from exc
         if result.status not in _OK:
             state = result.error_field(pq.DiagnosticField.SQLSTATE) or b"?"
             raise InternalError(f"task store statement failed (SQLSTATE {state.decode()})")
-        return result.ntuples
+        return result
 
     def run(self, work: Callable[[psycopg.Connection[Any]], Any]) -> Any:
         """Call ``work(connection)`` on a pooled connection.
@@ -175,6 +241,11 @@ class Database:
 
     def close(self, timeout: float) -> None:
         """Close the pool (connections in use are closed when returned)."""
+        with self._lock:
+            self._closing = True
+            parked, self._parked = self._parked, []
+        for conn in parked:
+            self._pool.putconn(conn)
         self._pool.close(timeout)
 
     def __repr__(self) -> str:

@@ -55,6 +55,7 @@ _CREATE: Final = "a2a_create"
 _APPEND: Final = "a2a_append"
 _APPEND_SNAPSHOT: Final = "a2a_append_snapshot"
 _APPEND_SNAPSHOT_IF_WORKER: Final = "a2a_append_snapshot_if_worker"
+_FETCH: Final = "a2a_fetch"
 # An append: the task's row, the event and the notification in one statement (one round
 # trip, one transaction), applied only if the task is still at the sequence number the
 # event was folded onto ($3 - 1). Three forms: without the snapshot (the log has the
@@ -86,17 +87,21 @@ STATEMENTS: Final = {
     _APPEND_SNAPSHOT_IF_WORKER: _APPEND_SQL.format(
         snapshot=_SNAPSHOT, condition=" AND worker = $11::text"
     ),
+    # A task as of now, given the seq of the copy cached here ($2, -1: none): first its row
+    # (key 0) with the stored snapshot only if the cached copy is older, then one row per
+    # event to fold onto whichever is newer (key: its seq), all from one MVCC snapshot.
+    # Values arrive in binary form (see TaskRows.fetch).
+    _FETCH: (
+        "SELECT 0, t.seq, t.principal, t.worker, t.snapshot_seq,"
+        " CASE WHEN t.snapshot_seq <= $2::integer THEN NULL ELSE t.snapshot END"
+        " FROM a2a_tasks t WHERE t.id = $1::text"
+        " UNION ALL SELECT e.seq, NULL, NULL, NULL, NULL, e.event"
+        " FROM a2a_tasks t JOIN a2a_events e ON e.task_id = t.id"
+        " WHERE t.id = $1::text AND t.seq > $2::integer"
+        " AND e.seq > greatest(t.snapshot_seq, $2::integer) ORDER BY 1"
+    ),
     **CLAIM_STATEMENTS,
 }
-# A task as of now, given the seq of the copy cached here (-1: none): the stored snapshot
-# only if the cached copy is older, then the events to fold onto whichever is newer.
-FETCH: Final = (
-    "SELECT t.seq, t.principal, t.worker, t.snapshot_seq,"
-    " CASE WHEN t.snapshot_seq <= %(have)s THEN NULL ELSE t.snapshot END,"
-    " CASE WHEN t.seq <= %(have)s THEN NULL ELSE (SELECT array_agg(e.event ORDER BY e.seq)"
-    " FROM a2a_events e WHERE e.task_id = t.id AND e.seq > greatest(t.snapshot_seq, %(have)s))"
-    " END FROM a2a_tasks t WHERE t.id = %(id)s"
-)
 # ListTasks: snapshots and the events not folded into them yet.
 PENDING: Final = (
     "CASE WHEN seq = snapshot_seq THEN NULL ELSE (SELECT array_agg(e.event ORDER BY e.seq)"
@@ -208,22 +213,34 @@ class TaskRows:
     def fetch(self, task_id: str, cached: tuple[Task, int] | None) -> Row | None:
         """The task as stored now (one query); what is cached here is not sent again."""
         have = cached[1] if cached is not None else -1
-        rows = self._db.query(FETCH, {"have": have, "id": task_id}, binary=True)
+        rows = self._db.fetch_prepared(_FETCH, (task_id, have))
         if not rows:
             return None
-        seq, principal, worker, stored_seq, blob, pending = rows[0]
+        _, seq, principal, worker, stored_seq, blob = rows[0]
         if blob is not None:
             task = load_task(blob)
-        elif cached is not None and seq >= have:
+        elif cached is not None and _int(seq) >= have:
             task = cached[0]
         else:  # the cached copy is ahead of the database (never expected): read it all
             return self.fetch(task_id, None)
-        return Row(fold(task, pending), seq, principal, worker, stored_seq)
+        pending = [event for *_, event in rows[1:] if event is not None]
+        return Row(
+            fold(task, pending),
+            _int(seq),
+            (principal or b"").decode(),  # NOT NULL
+            None if worker is None else worker.decode(),
+            _int(stored_seq),
+        )
 
     def events_after(self, task_id: str, after_seq: int) -> list[LogEntry]:
         """The log after ``after_seq``, in order."""
         rows = self._db.query(_EVENTS, (task_id, after_seq), binary=True)
         return [(seq, load_event(blob)) for seq, blob in rows]
+
+
+def _int(value: bytes | None) -> int:
+    """An ``integer`` (int4, NOT NULL) in PostgreSQL's binary form."""
+    return int.from_bytes(value or b"", "big", signed=True)
 
 
 def load_task(blob: bytes) -> Task:

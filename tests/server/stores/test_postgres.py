@@ -29,7 +29,8 @@ from tests.support.postgres import import_psycopg
 psycopg = import_psycopg()  # without the postgres extra: skipped (a failure under CI=true)
 
 from a2a_sync.server.stores._pg_listen import task_channel  # noqa: E402 - needs psycopg
-from a2a_sync.server.stores.postgres import SNAPSHOT_INTERVAL, PostgresTaskStore  # noqa: E402
+from a2a_sync.server.stores._pg_tasks import SNAPSHOT_INTERVAL  # noqa: E402
+from a2a_sync.server.stores.postgres import PostgresTaskStore  # noqa: E402
 
 Workers = Callable[..., PostgresTaskStore]
 
