@@ -104,7 +104,7 @@ def parse(data: Any, message: Message) -> Message:
     Raises:
         ProtoJSONError: An unknown member, or a value of the wrong kind.
     """
-    descriptor = message.DESCRIPTOR
+    descriptor: Any = message.DESCRIPTOR  # upb's or the pure-Python Descriptor
     read = _READERS.get(descriptor) or _reader(descriptor)
     read(data, message)
     return message
@@ -266,7 +266,7 @@ def _scalar(field: FieldDescriptor, value: Any) -> Any:
 def to_dict(message: Message) -> Any:
     """The ProtoJSON form of ``message`` (lowerCamelCase names, enums by name, 64-bit
     integers as strings, unset fields left out), as ``json_format.MessageToDict``."""
-    descriptor = message.DESCRIPTOR
+    descriptor: Any = message.DESCRIPTOR  # upb's or the pure-Python Descriptor
     return (_WRITERS.get(descriptor) or _writer(descriptor))(message)
 
 

@@ -19,9 +19,8 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
-import attrs
 import grpc
 
 from ...a2a.grpc.convert import from_message
@@ -32,12 +31,14 @@ __all__ = ["GRPCEventStream"]
 _stream_numbers = itertools.count(1)
 
 
-@attrs.frozen
 class _Event:
     """One received event, shaped like the SSE events :class:`TaskStream` reads."""
 
-    payload: dict[str, Any]
-    data: str = "grpc"
+    __slots__ = ("payload",)
+    data: Final = "grpc"
+
+    def __init__(self, payload: dict[str, Any]) -> None:
+        self.payload = payload
 
     def json(self) -> dict[str, Any]:
         return self.payload
