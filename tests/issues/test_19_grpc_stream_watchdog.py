@@ -23,10 +23,11 @@ from a2a_sync.a2a.grpc import protojson  # noqa: E402
 from a2a_sync.a2a.grpc.messages import message_class  # noqa: E402
 from a2a_sync.a2a.methods import Operation  # noqa: E402
 from a2a_sync.client.bindings.grpc import GRPCTransport  # noqa: E402
-from a2a_sync.errors import Cancelled, ReadTimeout  # noqa: E402
+from a2a_sync.errors import Cancelled, MethodNotFound, ReadTimeout  # noqa: E402
 from a2a_sync.policies import Timeout  # noqa: E402
 
 WAIT = 30.0
+IDLE = 1.0
 EVENT = {"task": {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_WORKING"}}}
 PARAMS = {"message": {"role": "ROLE_USER", "parts": [{"text": "hi"}], "messageId": "m1"}}
 
@@ -89,6 +90,14 @@ def transport(port: int, *, idle: float | None, threaded: bool = True) -> GRPCTr
     )
 
 
+def connected(client: GRPCTransport) -> GRPCTransport:
+    """``client`` with its connection made (an rpc the agent does not serve), so that an
+    idle limit bounds the wait for events, not the connection."""
+    with pytest.raises(MethodNotFound):
+        client.call(Operation.GET_TASK, {"id": "t1"}, timeout=WAIT)
+    return client
+
+
 def stream_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("a2a-sync-grpc-stream")]
 
@@ -96,7 +105,7 @@ def stream_threads() -> list[threading.Thread]:
 def test_a_silent_stream_ends_with_read_timeout_and_the_call_is_cancelled(
     agent: Agent, port: int
 ) -> None:
-    client = transport(port, idle=0.3)
+    client = connected(transport(port, idle=IDLE))
     try:
         stream, _ = client.open_stream(Operation.SEND_STREAMING_MESSAGE, PARAMS)
         assert [stream.next_event().json() for _ in range(2)] == [EVENT, EVENT]
@@ -112,11 +121,11 @@ def test_a_silent_stream_ends_with_read_timeout_and_the_call_is_cancelled(
 def test_a_slow_consumer_is_not_an_idle_stream(agent: Agent, port: int) -> None:
     """The limit bounds the wait for one event, not the time between reads: a consumer
     busy longer than the idle timeout still gets the events that arrived meanwhile."""
-    client = transport(port, idle=0.2)
+    client = connected(transport(port, idle=IDLE))
     try:
         stream, _ = client.open_stream(Operation.SEND_STREAMING_MESSAGE, PARAMS)
         assert stream.next_event().json() == EVENT
-        time.sleep(0.6)  # the consumer's own work, three idle timeouts long
+        time.sleep(2.5 * IDLE)  # the consumer's own work, longer than the idle timeout
         assert stream.next_event().json() == EVENT
         agent.release.set()
         assert stream.next_event() is None
