@@ -23,6 +23,7 @@ Run from the repo top::
 
     .venv/bin/python -m benchmarks.grpc                   # both tables
     .venv/bin/python -m benchmarks.grpc --part client --reps 3 --n 300
+    .venv/bin/python -m benchmarks.grpc --part convert    # the conversion edge alone
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks.grpc_convert import convert_table
 from benchmarks.harness import Variant, run_cli, summarize
 from benchmarks.processes import report_ready, spawn_server
 
@@ -451,12 +453,14 @@ def floor_report(results: list[Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--serve", nargs=2)
-    parser.add_argument("--part", choices=["server", "client", "both"], default="both")
+    parser.add_argument("--part", choices=["server", "client", "both", "convert"], default="both")
     args, rest = parser.parse_known_args()
     if args.serve:
         which, port = args.serve
         (serve_ours if which == "ours" else serve_sdk)(int(port))
         return
+    if args.part == "convert":
+        convert_table(rest)
     if args.part in ("server", "both"):
         server_table(rest)
     if args.part in ("client", "both"):

@@ -52,7 +52,9 @@ class ClientOptions:
             of the consumer (the default). ``False`` makes the consuming thread read the
             socket itself: one thread wake-up per event instead of two, about 40 % less
             CPU per event when events arrive one at a time (docs/decisions.md §8). Either
-            way ``TaskStream.close`` works from any thread.
+            way ``TaskStream.close`` works from any thread. (gRPC: the consumer reads the
+            call either way, grpcio buffers ahead; ``True`` adds the thread that enforces
+            ``stream_idle_timeout``, docs/decisions.md §18.)
         transport: An :class:`HTTPTransport` to share (then ``verify``, ``retry`` and
             ``timeout`` defaults come from it and ``close`` leaves it open).
         verify: TLS verification, as in requests (``True``, ``False`` or a CA bundle

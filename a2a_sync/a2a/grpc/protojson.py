@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import threading
 from collections.abc import Callable
 from functools import cache
 from typing import Any, Final
@@ -66,14 +67,6 @@ class ProtoJSONError(ValueError):
 
 
 @cache
-def _fields(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
-    """A message's fields by JSON name and by proto name."""
-    out = {field.name: field for field in descriptor.fields}
-    out.update({field.json_name: field for field in descriptor.fields})
-    return out
-
-
-@cache
 def _is_map(field: FieldDescriptor) -> bool:
     message = field.message_type
     return message is not None and bool(message.GetOptions().map_entry)
@@ -89,6 +82,20 @@ def _repeated(field: FieldDescriptor) -> bool:
 
 
 # -- dict -> message -----------------------------------------------------------------------------
+#
+# Each message type gets a reader, built once: one entry per member name (JSON and proto
+# name) with the field's setter, chosen from the field's kind when the reader is built,
+# so a value costs one dict lookup and one call.
+
+_Reader = Callable[[Any, Message], None]
+_Setter = Callable[[Message, Any], None]
+#: Readers by message type; a reader is registered before its fields' readers are built
+#: (so a type that contains itself reads too).
+_READERS: dict[Descriptor, _Reader] = {}
+#: Readers and writers are built under one lock and published when complete; a type
+#: being built is found here meanwhile (by the thread building it).
+_BUILD: Final = threading.RLock()
+_BUILDING: dict[Descriptor, Any] = {}
 
 
 def parse(data: Any, message: Message) -> Message:
@@ -97,64 +104,122 @@ def parse(data: Any, message: Message) -> Message:
     Raises:
         ProtoJSONError: An unknown member, or a value of the wrong kind.
     """
-    full = message.DESCRIPTOR.full_name
-    if full in _WKT:
+    descriptor: Any = message.DESCRIPTOR  # upb's or the pure-Python Descriptor
+    read = _READERS.get(descriptor) or _reader(descriptor)
+    read(data, message)
+    return message
+
+
+def _reader(descriptor: Descriptor) -> _Reader:
+    with _BUILD:
+        found: _Reader | None = _READERS.get(descriptor) or _BUILDING.get(descriptor)
+        if found is not None:
+            return found
+        full = descriptor.full_name
+        if full in _WKT:
+            read = _wkt_reader(full)
+        else:
+            # member name -> (JSON name, setter, whether null is a value, not "unset")
+            plan: dict[str, tuple[str, _Setter, bool]] = {}
+            _BUILDING[descriptor] = read = _plan_reader(full, plan)
+            for field in descriptor.fields:
+                entry = (field.json_name, _setter(field), _nullable(field))
+                plan[field.name] = plan[field.json_name] = entry
+            del _BUILDING[descriptor]
+        _READERS[descriptor] = read
+        return read
+
+
+def _nullable(field: FieldDescriptor) -> bool:
+    message = field.message_type
+    return message is not None and message.full_name == "google.protobuf.Value"
+
+
+def _wkt_reader(full: str) -> _Reader:
+    def read(data: Any, message: Message) -> None:
         try:
             json_format.ParseDict(data, message)
         except json_format.ParseError as exc:
             raise ProtoJSONError(f"{full}: {exc}") from exc
-        return message
-    if not isinstance(data, dict):
-        raise ProtoJSONError(f"{full} must be a JSON object, not {type(data).__name__}")
-    fields = _fields(message.DESCRIPTOR)
-    for key, value in data.items():
-        field = fields.get(key)
-        if field is None:
-            raise ProtoJSONError(f"{full} has no field {key!r}")
-        if value is None and (
-            field.message_type is None or field.message_type.full_name != "google.protobuf.Value"
-        ):
-            continue  # ProtoJSON: null is the field's default
-        try:
-            _set(message, field, value)
-        except (TypeError, ValueError, KeyError) as exc:
-            if isinstance(exc, ProtoJSONError):
+
+    return read
+
+
+def _plan_reader(full: str, plan: dict[str, tuple[str, _Setter, bool]]) -> _Reader:
+    def read(data: Any, message: Message) -> None:
+        if not isinstance(data, dict):
+            raise ProtoJSONError(f"{full} must be a JSON object, not {type(data).__name__}")
+        for key, value in data.items():
+            entry = plan.get(key)
+            if entry is None:
+                raise ProtoJSONError(f"{full} has no field {key!r}")
+            json_name, setter, nullable = entry
+            if value is None and not nullable:
+                continue  # ProtoJSON: null is the field's default
+            try:
+                setter(message, value)
+            except ProtoJSONError:
                 raise
-            raise ProtoJSONError(f"{full}.{field.json_name}: {exc}") from exc
-    return message
+            except (TypeError, ValueError, KeyError) as exc:
+                raise ProtoJSONError(f"{full}.{json_name}: {exc}") from exc
+
+    return read
 
 
-def _set(message: Message, field: FieldDescriptor, value: Any) -> None:
-    name = field.name
+def _setter(field: FieldDescriptor) -> _Setter:
+    name, json_name = field.name, field.json_name
     if field.message_type is not None:
         if _is_map(field):
-            if not isinstance(value, dict):
-                raise ProtoJSONError(f"{field.json_name} must be an object")
-            container = getattr(message, name)
             entry = field.message_type.fields_by_name["value"]
-            for key, item in value.items():
-                if entry.message_type is not None:
-                    parse(item, container[key])
-                else:
-                    container[key] = _scalar(entry, item)
-            return
+            item_type = entry.message_type
+
+            def set_map(message: Message, value: Any) -> None:
+                if not isinstance(value, dict):
+                    raise ProtoJSONError(f"{json_name} must be an object")
+                container = getattr(message, name)
+                for key, item in value.items():
+                    if item_type is not None:
+                        parse(item, container[key])
+                    else:
+                        container[key] = _scalar(entry, item)
+
+            return set_map
+        child = field.message_type
+        read = _READERS.get(child) or _reader(child)
         if _repeated(field):
-            if not isinstance(value, list):
-                raise ProtoJSONError(f"{field.json_name} must be a list")
-            container = getattr(message, name)
-            for item in value:
-                parse(item, container.add())
-            return
-        child = getattr(message, name)
-        child.SetInParent()
-        parse(value, child)
-        return
+
+            def set_messages(message: Message, value: Any) -> None:
+                if not isinstance(value, list):
+                    raise ProtoJSONError(f"{json_name} must be a list")
+                add = getattr(message, name).add
+                for item in value:
+                    read(item, add())
+
+            return set_messages
+
+        def set_message(message: Message, value: Any) -> None:
+            sub = getattr(message, name)
+            sub.SetInParent()
+            read(value, sub)
+
+        return set_message
     if _repeated(field):
-        if not isinstance(value, list):
-            raise ProtoJSONError(f"{field.json_name} must be a list")
-        getattr(message, name).extend(_scalar(field, item) for item in value)
-        return
-    setattr(message, name, _scalar(field, value))
+
+        def set_scalars(message: Message, value: Any) -> None:
+            if not isinstance(value, list):
+                raise ProtoJSONError(f"{json_name} must be a list")
+            getattr(message, name).extend(_scalar(field, item) for item in value)
+
+        return set_scalars
+    if field.type == FieldDescriptor.TYPE_STRING:
+
+        def set_string(message: Message, value: Any) -> None:
+            if not isinstance(value, str):
+                raise ProtoJSONError(f"{json_name} must be a string")
+            setattr(message, name, value)
+
+        return set_string
+    return lambda message, value: setattr(message, name, _scalar(field, value))
 
 
 def _scalar(field: FieldDescriptor, value: Any) -> Any:
@@ -201,27 +266,45 @@ def _scalar(field: FieldDescriptor, value: Any) -> Any:
 def to_dict(message: Message) -> Any:
     """The ProtoJSON form of ``message`` (lowerCamelCase names, enums by name, 64-bit
     integers as strings, unset fields left out), as ``json_format.MessageToDict``."""
-    plan = _plan(message.DESCRIPTOR)
-    if plan is None:
-        return json_format.MessageToDict(message)
-    out = {}
-    for field, value in message.ListFields():
-        name, convert = plan[field.number]
-        out[name] = value if convert is None else convert(value)
-    return out
+    descriptor: Any = message.DESCRIPTOR  # upb's or the pure-Python Descriptor
+    return (_WRITERS.get(descriptor) or _writer(descriptor))(message)
 
 
-_Convert = Callable[[Any], Any] | None
+_Writer = Callable[[Any], Any]
+_Convert = _Writer | None
+#: Writers by message type (see :data:`_READERS`).
+_WRITERS: dict[Descriptor, _Writer] = {}
 
 
-@cache
-def _plan(descriptor: Descriptor) -> dict[int, tuple[str, _Convert]] | None:
-    """How each field of a message type is written (``None`` for a well-known type,
-    which ``json_format`` writes): its JSON name and converter (``None``: as is).
-    Built once per type, so a message costs one dict lookup per set field."""
-    if descriptor.full_name in _WKT:
-        return None
-    return {field.number: (field.json_name, _converter(field)) for field in descriptor.fields}
+def _writer(descriptor: Descriptor) -> _Writer:
+    """How a message type is written, built once: for each field its JSON name and
+    converter (``None``: as is), so a set field costs one dict lookup."""
+    with _BUILD:
+        found = _WRITERS.get(descriptor) or _BUILDING.get(descriptor)
+        if found is not None:
+            return found
+        full = descriptor.full_name
+        if full == "google.protobuf.Timestamp":
+            write: _Writer = _timestamp
+        elif full in _WKT:
+            write = json_format.MessageToDict
+        else:
+            plan: dict[FieldDescriptor, tuple[str, _Convert]] = {}
+
+            def write(message: Any) -> Any:
+                out = {}
+                for field, value in message.ListFields():
+                    name, convert = plan[field]
+                    out[name] = value if convert is None else convert(value)
+                return out
+
+            _BUILDING[descriptor] = write
+            plan.update(
+                {field: (field.json_name, _converter(field)) for field in descriptor.fields}
+            )
+            del _BUILDING[descriptor]
+        _WRITERS[descriptor] = write
+        return write
 
 
 def _converter(field: FieldDescriptor) -> _Convert:
@@ -229,24 +312,22 @@ def _converter(field: FieldDescriptor) -> _Convert:
         if _is_map(field):
             entry = field.message_type.fields_by_name["value"]
             if entry.message_type is not None:
-                item = _message_writer(entry.message_type)
+                item = _writer(entry.message_type)
                 return lambda value: {key: item(v) for key, v in value.items()}
             return lambda value: {key: _scalar_out(entry, v) for key, v in value.items()}
-        item = _message_writer(field.message_type)
+        item = _writer(field.message_type)
         if _repeated(field):
             return lambda value: [item(v) for v in value]
         return item
+    if field.type == FieldDescriptor.TYPE_ENUM and not _repeated(field):
+        assert field.enum_type is not None
+        names = {value.number: value.name for value in field.enum_type.values}
+        return lambda value: names.get(value, value)
     if field.type not in _CONVERTED:
         return None  # strings, bools, 32-bit integers, floats: as they are
     if _repeated(field):
         return lambda value: [_scalar_out(field, v) for v in value]
     return lambda value: _scalar_out(field, value)
-
-
-def _message_writer(descriptor: Descriptor) -> Callable[[Message], Any]:
-    if descriptor.full_name == "google.protobuf.Timestamp":
-        return _timestamp
-    return to_dict
 
 
 _EPOCH: Final = datetime.datetime(1970, 1, 1)

@@ -20,9 +20,10 @@ by :meth:`close` as :class:`Cancelled`. Before a failure is raised, the retries 
 safe and the credential's answer to a refusal run (:mod:`.grpc_retry`).
 
 **Threads:** one channel per client (HTTP/2, multiplexed), created on first use and
-shared by :meth:`with_defaults` copies; :meth:`close` cancels calls in flight. Each
-stream is read by a named daemon thread (``a2a-sync-grpc-stream-N``) into a bounded
-queue; :meth:`GRPCEventStream.close` works from any thread and joins it.
+shared by :meth:`with_defaults` copies; :meth:`close` cancels calls in flight. A stream
+is read by the consuming thread; a named daemon thread (``a2a-sync-grpc-stream-N``)
+watches its idle timeout; :meth:`GRPCEventStream.close` works from any thread and joins
+it.
 """
 
 from __future__ import annotations
@@ -234,7 +235,7 @@ class GRPCTransport:
         reconnect: Any = None,
         card: AgentCard | None = None,
     ) -> tuple[Any, int | str]:
-        """Start a server-streaming call; its events are read on a background thread.
+        """Start a server-streaming call; its events are read by the consuming thread.
 
         ``reconnect`` is not used: a dropped stream raises :class:`StreamInterrupted` and
         the resilient client resubscribes. Errors of the call (an A2A refusal too) are

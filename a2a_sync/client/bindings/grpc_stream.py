@@ -3,61 +3,55 @@
 Shaped like the SSE stream :class:`~a2a_sync.client.TaskStream` reads: ``next_event()``
 returns an event with ``data`` and ``json()``, or ``None`` at the end, and raises the
 call's error; ``close()`` works from any thread. Needs the ``grpc`` extra.
+
+The consuming thread reads the call itself: grpcio's channel already buffers the events
+that arrived (HTTP/2 flow control bounds how far the agent runs ahead), so a reader
+thread would only add a thread wake-up and a queue hand-off per event. What the thread
+did besides, bounding the silence between events, is done by a watchdog thread that
+wakes once per idle timeout, not per event (``threaded``, the default): when the
+consumer has waited ``idle_timeout`` for an event, it cancels the call and the wait
+ends with :class:`ReadTimeout`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import logging
-import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Final
 
-import attrs
 import grpc
 
 from ...a2a.grpc.convert import from_message
-from ...errors import A2ASyncError, Cancelled, ProtocolError, ReadTimeout
+from ...errors import Cancelled, ReadTimeout
 
 __all__ = ["GRPCEventStream"]
 
-logger = logging.getLogger(__name__)
-
-#: Events read ahead of the consumer.
-_QUEUE: Final = 64
 _stream_numbers = itertools.count(1)
 
 
-@attrs.frozen
 class _Event:
     """One received event, shaped like the SSE events :class:`TaskStream` reads."""
 
-    payload: dict[str, Any]
-    data: str = "grpc"
+    __slots__ = ("payload",)
+    data: Final = "grpc"
+
+    def __init__(self, payload: dict[str, Any]) -> None:
+        self.payload = payload
 
     def json(self) -> dict[str, Any]:
         return self.payload
 
 
-class _End:
-    """The call ended normally."""
-
-
-@attrs.frozen
-class _Failed:
-    error: BaseException
-
-
 class GRPCEventStream:
-    """The events of one server-streaming call, read ahead by a named daemon thread
-    (``threaded``, the default) or by the consuming thread itself.
+    """The events of one server-streaming call, read by the consuming thread.
 
     ``next_event`` returns the next event (``None`` at the end) or raises the call's
-    error; :meth:`close` cancels the call from any thread (and joins the reader). Without
-    the thread one wake-up per event is saved, and ``idle_timeout`` is not enforced (a
-    blocked read ends with :meth:`close` or the connection).
+    error; :meth:`close` cancels the call from any thread (and joins the watchdog). With
+    ``threaded`` (the default) a named daemon thread (``a2a-sync-grpc-stream-N``) ends a
+    wait longer than ``idle_timeout``; without it no thread is started and the idle
+    timeout is not enforced (a blocked read ends with :meth:`close` or the connection).
     """
 
     def __init__(
@@ -77,49 +71,45 @@ class GRPCEventStream:
         self._idle_timeout = idle_timeout
         self._error = error
         self._url = url
-        self._queue: queue.Queue[Any] = queue.Queue(_QUEUE)
         self._closed = threading.Event()
+        self._stop = threading.Event()  # the watchdog's end: closed, ended or expired
         self._ended = False
+        self._expired = False
+        # (since, limit) while the consumer waits for an event, else None; read by the
+        # watchdog (one attribute, replaced whole).
+        self._waiting: tuple[float, float] | None = None
         self._thread: threading.Thread | None = None
-        if threaded:
+        if threaded and idle_timeout is not None:
             self._thread = threading.Thread(
-                target=self._read,
+                target=self._watch,
                 name=f"a2a-sync-grpc-stream-{next(_stream_numbers)}",
                 daemon=True,
             )
             self._thread.start()
 
-    def _read(self) -> None:
-        try:
-            while True:
-                try:
-                    for message in self._call:
-                        self._delivered = True
-                        if not self._put(from_message(message)):
-                            return
-                    self._put(_End())
+    def _watch(self) -> None:
+        """Cancel the call once the consumer has waited its limit for one event."""
+        idle = self._idle_timeout
+        while True:
+            waiting = self._waiting
+            if waiting is None:
+                pause = idle
+            else:
+                since, limit = waiting
+                pause = since + limit - time.monotonic()
+                if pause <= 0 and self._waiting is waiting:
+                    self._expired = True
+                    with self._call_lock:
+                        self._call.cancel()
                     return
-                except grpc.RpcError as exc:
-                    if not self._opened_again(exc):
-                        self._put(_Failed(exc))
-                        return
-        except A2ASyncError as exc:  # the credential gave up opening the call again
-            self._put(_Failed(exc))
-        except Exception:  # the reader's top level: log, end the stream with an error
-            logger.exception("reading the gRPC stream to %s failed", self._url)
-            self._put(_Failed(ProtocolError(f"the gRPC stream to {self._url} broke")))
-
-    def _put(self, item: Any) -> bool:
-        while not self._closed.is_set():
-            try:
-                self._queue.put(item, timeout=0.25)
-                return True
-            except queue.Full:
-                continue
-        return False
+            if self._stop.wait(max(pause or 0.0, 0.0)):
+                return
 
     def next_event(self, timeout: float | None = None) -> _Event | None:
         """The next event; ``None`` once the call ended normally.
+
+        ``timeout`` replaces the idle timeout for this wait (enforced by the watchdog,
+        so only on a ``threaded`` stream).
 
         Raises:
             Cancelled: The stream was closed.
@@ -130,46 +120,41 @@ class GRPCEventStream:
             return None
         if self._closed.is_set():
             raise Cancelled("the stream was closed", url=self._url)
-        if self._thread is None:
-            return self._read_inline()
-        try:
-            item = self._queue.get(timeout=timeout if timeout is not None else self._idle_timeout)
-        except queue.Empty:
-            self.close()
-            raise ReadTimeout(
-                f"no event on the gRPC stream to {self._url} for {self._idle_timeout} s",
-                url=self._url,
-                timeout=self._idle_timeout,
-            ) from None
-        if isinstance(item, _End):
-            self._ended = True
-            self._thread.join()
-            return None
-        if isinstance(item, _Failed):
-            self._ended = True
-            if self._closed.is_set():
-                raise Cancelled("the stream was closed", url=self._url)
-            error = item.error
-            raise (self._error(error) if isinstance(error, grpc.RpcError) else error)
-        return _Event(item)
-
-    def _read_inline(self) -> _Event | None:
+        limit = timeout if timeout is not None else self._idle_timeout
+        watched = self._thread is not None and limit is not None
         while True:
+            if watched:
+                self._waiting = (time.monotonic(), limit)  # type: ignore[assignment]
             try:
                 message = next(self._call)
-                break
             except StopIteration:
-                self._ended = True
+                self._waiting = None
+                self._end()
                 return None
             except grpc.RpcError as exc:
+                self._waiting = None
+                if self._expired:
+                    self.close()
+                    raise ReadTimeout(
+                        f"no event on the gRPC stream to {self._url} for {limit} s",
+                        url=self._url,
+                        timeout=limit,
+                    ) from None
                 if self._opened_again(exc):
                     continue
-                self._ended = True
+                self._end()
                 if self._closed.is_set():
                     raise Cancelled("the stream was closed", url=self._url) from exc
                 raise self._error(exc) from exc
-        self._delivered = True
-        return _Event(from_message(message))
+            self._waiting = None
+            self._delivered = True
+            return _Event(from_message(message))
+
+    def _end(self) -> None:
+        self._ended = True
+        self._stop.set()
+        if self._thread is not None and threading.current_thread() is not self._thread:
+            self._thread.join()
 
     def _opened_again(self, exc: grpc.RpcError) -> bool:
         """Whether a refusal before any event was answered by opening the call again."""
@@ -185,22 +170,12 @@ class GRPCEventStream:
         return True
 
     def close(self) -> None:
-        """Cancel the call and join the reader (safe from any thread; idempotent)."""
+        """Cancel the call and join the watchdog (safe from any thread; idempotent)."""
         self._closed.set()
+        self._stop.set()
         with self._call_lock:
             self._call.cancel()
-        if self._thread is None:
-            return
-        # Unblock the reader waiting for room, then wake a consumer waiting for an event.
-        while True:
-            with contextlib.suppress(queue.Empty):
-                self._queue.get_nowait()
-            try:
-                self._queue.put_nowait(_Failed(Cancelled("the stream was closed", url=self._url)))
-                break
-            except queue.Full:
-                continue
-        if threading.current_thread() is not self._thread:
+        if self._thread is not None and threading.current_thread() is not self._thread:
             self._thread.join()
 
     @property
