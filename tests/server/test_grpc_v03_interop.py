@@ -298,3 +298,37 @@ def test_raw_calls_malformed_names_versions_and_one_port(server: GRPCServer) -> 
             timeout=WAIT,
         )
         assert task.status.state == a2a_pb2.TaskState.TASK_STATE_COMPLETED
+
+
+def test_our_0_3_client_against_our_server(server: GRPCServer, agent: EchoAgent) -> None:
+    """a2a_sync's client, given a 0.3 card preferring GRPC, against the same server."""
+    from a2a_sync.a2a.card_codec import load_card
+    from a2a_sync.client import A2AClient
+    from a2a_sync.errors import TaskNotFound
+    from a2a_sync.types import Task, TaskState
+
+    legacy = load_card(
+        {
+            "protocolVersion": "0.3.0",
+            "name": "Test agent",
+            "description": "test",
+            "version": "1",
+            "url": server.address,
+            "preferredTransport": "GRPC",
+            "capabilities": {"streaming": True},
+            "defaultInputModes": ["text/plain"],
+            "defaultOutputModes": ["text/plain"],
+            "skills": [],
+        }
+    )
+    with A2AClient.from_card(legacy, timeout=WAIT) as client:
+        assert (client.binding, client.revision) == ("GRPC", "0.3")
+        task = client.send_message("hello")
+        assert isinstance(task, Task)
+        assert (task.state, client.get_task(task.id)) == (TaskState.completed, task)
+        with client.stream_message("chunks 2") as stream:
+            events = list(stream)
+        assert isinstance(events[0], Task)
+        assert stream.get_final_task().state is TaskState.completed
+        with pytest.raises(TaskNotFound):
+            client.cancel_task("no-such-task")
