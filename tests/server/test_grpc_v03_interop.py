@@ -332,3 +332,55 @@ def test_our_0_3_client_against_our_server(server: GRPCServer, agent: EchoAgent)
         assert stream.get_final_task().state is TaskState.completed
         with pytest.raises(TaskNotFound):
             client.cancel_task("no-such-task")
+
+
+def test_the_card_lists_the_0_3_grpc_interface(app: A2AApplication, server: GRPCServer) -> None:
+    """Started beside HTTP, the server lists GRPC 0.3 at its address: in 0.3's layout
+    (``additionalInterfaces``) and in 1.0's, and a client asking for 0.3 over gRPC picks it."""
+    import json
+    import urllib.request
+
+    from a2a_sync.client import A2AClient
+    from a2a_sync.server.serving import serve_in_thread
+
+    with serve_in_thread(app) as url:
+        with urllib.request.urlopen(
+            url.rstrip("/") + "/.well-known/agent-card.json", timeout=WAIT
+        ) as answer:
+            raw = json.load(answer)
+        assert {"url": server.address, "transport": "GRPC"} in raw["additionalInterfaces"]
+        assert {
+            "url": server.address,
+            "protocolBinding": "GRPC",
+            "protocolVersion": "0.3",
+        } in raw["supportedInterfaces"]
+        with A2AClient.from_url(url, bindings=["GRPC"], revisions=["0.3"], timeout=WAIT) as client:
+            assert (client.binding, client.revision, client.url) == ("GRPC", "0.3", server.address)
+            assert client.send_message("over the card").state.value == "completed"
+
+
+def test_bad_bytes_and_refused_credentials(agent: EchoAgent) -> None:
+    """The 0.3 service shares the 1.0 one's edges: malformed bytes are INVALID_ARGUMENT
+    (nothing runs) and the app's authenticator refuses a caller without a token."""
+    import grpc
+
+    from a2a_sync.server.auth import BearerTokens
+
+    guarded = A2AApplication(
+        attrs.evolve(card(), supported_interfaces=[]),
+        agent,
+        authenticate=BearerTokens({"tok": "alice"}),
+    )
+    try:
+        with GRPCServer(guarded) as running, grpc.insecure_channel(running.address) as channel:
+            send = channel.unary_unary("/a2a.v1.A2AService/SendMessage")
+            with pytest.raises(grpc.RpcError) as refused:
+                send(b"\x0a\x02\x0a", timeout=WAIT)
+            assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            with pytest.raises(grpc.RpcError) as malformed:
+                send(b"\x0a\x05\x0a", metadata=[("authorization", "Bearer tok")], timeout=WAIT)
+            assert malformed.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert malformed.value.details().startswith("InvalidRequestError: SendMessage:")
+        assert agent.calls == 0
+    finally:
+        guarded.close(WAIT)

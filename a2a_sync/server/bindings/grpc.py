@@ -136,9 +136,12 @@ class GRPCServer:
             self._server, self._pool, self.port = server, pool, port
         advertise = getattr(self._app._cards, "advertise", None)
         if advertise is not None:
-            advertise(
-                AgentInterface(url=self.address, protocol_binding=GRPC, protocol_version="1.0")
-            )
+            for version in ("1.0", "0.3"):  # 0.3's a2a.v1 service is on the same port
+                advertise(
+                    AgentInterface(
+                        url=self.address, protocol_binding=GRPC, protocol_version=version
+                    )
+                )
         logger.info("serving gRPC on %s", self.address)
         return self
 
