@@ -82,7 +82,8 @@ def test_the_descriptor_equals_a2a_sdks_0_3_one() -> None:
 
 
 def test_the_method_table() -> None:
-    assert set(METHODS) == set(Operation) - {Operation.LIST_TASKS, Operation.GET_EXTENDED_CARD}
+    assert set(METHODS) == set(Operation) - {Operation.LIST_TASKS}
+    assert METHODS[Operation.GET_EXTENDED_CARD].name == "GetAgentCard"
     assert METHODS[Operation.SUBSCRIBE_TO_TASK].path == "/a2a.v1.A2AService/TaskSubscription"
     assert {m.name for m in METHODS.values() if m.streaming} == {
         "SendStreamingMessage",
@@ -201,3 +202,50 @@ def test_0_3_status_messages_give_their_errors(message: str, expected: type[Exce
 def test_a_status_without_an_error_name_falls_back_to_its_code() -> None:
     assert type(convert.error_from_grpc_v03("NOT_FOUND", "gone", None)) is errors.MethodNotFound
     assert convert.error_from_grpc_v03("UNAVAILABLE", "Some: thing", None) is None
+
+
+CARD: dict[str, Any] = {
+    "protocolVersion": "0.3.0",
+    "name": "Legacy",
+    "description": "a 0.3 agent",
+    "version": "1",
+    "url": "127.0.0.1:50051",
+    "preferredTransport": "GRPC",
+    "additionalInterfaces": [{"url": "http://127.0.0.1:8000/", "transport": "JSONRPC"}],
+    "provider": {"organization": "Org", "url": "https://org.example"},
+    "capabilities": {
+        "streaming": True,
+        "pushNotifications": True,
+        "extensions": [{"uri": "urn:x", "required": True, "params": {"a": "b"}}],
+    },
+    "securitySchemes": {
+        "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+        "key": {"type": "apiKey", "in": "header", "name": "X-Key"},
+        "oauth": {
+            "type": "oauth2",
+            "flows": {"clientCredentials": {"tokenUrl": "https://t.example", "scopes": {"r": "R"}}},
+        },
+        "oidc": {"type": "openIdConnect", "openIdConnectUrl": "https://o.example"},
+    },
+    "security": [{"bearer": []}, {"oauth": ["r"]}],
+    "defaultInputModes": ["text/plain"],
+    "defaultOutputModes": ["text/plain"],
+    "skills": [
+        {"id": "s", "name": "S", "description": "d", "tags": ["t"], "security": [{"key": []}]}
+    ],
+    "supportsAuthenticatedExtendedCard": True,
+}
+
+
+@pytest.mark.peer
+def test_a_card_converts_as_a2a_sdks_0_3_mapping_does() -> None:
+    """GetAgentCard's answer: security schemes become the proto's oneof, requirements
+    ``{"schemes": {name: {"list": scopes}}}``; and back to the same 0.3 JSON."""
+    from a2a.compat.v0_3 import proto_utils
+    from a2a.compat.v0_3 import types as types_v03
+
+    method = METHODS[Operation.GET_EXTENDED_CARD]
+    ours = convert.result_to_message(method, CARD)
+    theirs = proto_utils.ToProto.agent_card(types_v03.AgentCard.model_validate(CARD))
+    assert _wire(ours) == _wire(theirs)
+    assert convert.result_from_message(method, ours) == CARD

@@ -22,7 +22,6 @@ import_grpc()
 from a2a_sync.a2a.card_codec import load_card  # noqa: E402
 from a2a_sync.client import A2AClient  # noqa: E402
 from a2a_sync.errors import (  # noqa: E402
-    MethodNotFound,
     TaskNotCancelable,
     TaskNotFound,
     UnsupportedOperation,
@@ -152,9 +151,13 @@ def test_push_config_crud(client: A2AClient) -> None:
     assert client.list_push_configs(task.id).configs == []
 
 
-def test_list_tasks_and_the_extended_card_have_no_0_3_rpc_here(client: A2AClient) -> None:
+def test_list_tasks_has_no_0_3_rpc(client: A2AClient) -> None:
     with pytest.raises(UnsupportedOperation):  # as over 0.3 JSON-RPC: 0.3 has no ListTasks
         client.list_tasks()
-    # 0.3's GetAgentCard (a2a-sdk answers it with the extended card) is not mapped yet
-    with pytest.raises(MethodNotFound):
-        client.get_extended_card()
+
+
+def test_extended_card_over_get_agent_card(client: A2AClient) -> None:
+    """0.3's GetAgentCard, which a2a-sdk answers with the extended card."""
+    card = client.get_extended_card()
+    assert card.name == "Scripted (extended)"
+    assert [s.id for s in card.skills] == ["script", "secret"]

@@ -276,9 +276,10 @@ def test_raw_calls_malformed_names_versions_and_one_port(server: GRPCServer) -> 
             )
         assert version.value.code() == grpc.StatusCode.FAILED_PRECONDITION
         assert version.value.details().startswith("VersionNotSupportedError: ")
-        with pytest.raises(grpc.RpcError) as card_rpc:
+        with pytest.raises(grpc.RpcError) as card_rpc:  # GetAgentCard is the extended card
             stub.GetAgentCard(a2a_v0_3_pb2.GetAgentCardRequest(), timeout=WAIT)
-        assert card_rpc.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        assert card_rpc.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert card_rpc.value.details().startswith("UnsupportedOperationError: ")
         sent = stub.SendMessage(
             a2a_v0_3_pb2.SendMessageRequest(
                 request=a2a_v0_3_pb2.Message(
@@ -382,5 +383,62 @@ def test_bad_bytes_and_refused_credentials(agent: EchoAgent) -> None:
             assert malformed.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             assert malformed.value.details().startswith("InvalidRequestError: SendMessage:")
         assert agent.calls == 0
+    finally:
+        guarded.close(WAIT)
+
+
+def test_the_extended_card_over_get_agent_card(agent: EchoAgent) -> None:
+    """a2a-sdk's 0.3 client asks GetAgentCard for the extended card: with the bearer
+    token it gets it (security schemes in the proto's oneof form), without it is refused."""
+    from a2a.client import A2AClientError, ClientCallContext
+    from a2a.types import GetExtendedAgentCardRequest
+
+    from a2a_sync.a2a.types import HTTPAuthSecurityScheme
+    from a2a_sync.server.auth import BearerTokens
+
+    ours = attrs.evolve(
+        card(extended=True),
+        supported_interfaces=[],
+        security_schemes={"bearer": HTTPAuthSecurityScheme(scheme="bearer")},
+        security_requirements=[{"bearer": []}],
+    )
+    guarded = A2AApplication(
+        ours,
+        agent,
+        extended_card=attrs.evolve(ours, name="Extended agent"),
+        authenticate=BearerTokens({"tok": "alice"}),
+        allow_anonymous=True,
+    )
+    try:
+        with GRPCServer(guarded) as running:
+            from a2a.types import AgentCapabilities, AgentCard, AgentInterface
+
+            sdk_card = AgentCard(
+                name="Test agent",
+                description="test",
+                version="1.0.0",
+                capabilities=AgentCapabilities(extended_agent_card=True),
+                supported_interfaces=[
+                    AgentInterface(
+                        protocol_binding="GRPC", protocol_version="0.3", url=running.address
+                    )
+                ],
+            )
+
+            async def scenario() -> None:
+                client = await client_for(sdk_card, streaming=False)
+                try:
+                    with pytest.raises(A2AClientError):
+                        await client.get_extended_agent_card(GetExtendedAgentCardRequest())
+                    context = ClientCallContext(service_parameters={"Authorization": "Bearer tok"})
+                    extended = await client.get_extended_agent_card(
+                        GetExtendedAgentCardRequest(), context=context
+                    )
+                    assert extended.name == "Extended agent"
+                    assert extended.security_schemes["bearer"].http_auth_security_scheme.scheme
+                finally:
+                    await client.close()
+
+            run(scenario())
     finally:
         guarded.close(WAIT)

@@ -30,6 +30,7 @@ from ..error_codes import error_from_status, row_for
 from ..grpc.convert import error_from_grpc, from_message, to_message
 from ..grpc.messages import Method
 from ..methods import Operation
+from .card import card_from_wire, card_to_wire
 
 __all__ = [
     "error_from_grpc_v03",
@@ -91,6 +92,8 @@ def params_from_message(method: Method, message: Message) -> dict[str, Any]:
         wire = {"taskId": task_id, "configId": config_id}
     elif operation is Operation.LIST_PUSH_CONFIGS:
         wire = {"taskId": _task_id(method, "parent", body.get("parent"))}
+    elif operation is Operation.GET_EXTENDED_CARD:
+        return {}
     else:  # CREATE_PUSH_CONFIG
         wire = {
             "taskId": _task_id(method, "parent", body.get("parent")),
@@ -119,6 +122,8 @@ def request_of(method: Method, params: Mapping[str, Any]) -> Message:
         }
     elif operation is Operation.LIST_PUSH_CONFIGS:
         body = {"parent": f"tasks/{wire.get('taskId')}"}
+    elif operation is Operation.GET_EXTENDED_CARD:
+        body = {}
     else:  # CREATE_PUSH_CONFIG
         body = {"parent": wire["parent"], "configId": wire["configId"], "config": wire["config"]}
     return to_message(method.request, body, method.name)
@@ -126,6 +131,9 @@ def request_of(method: Method, params: Mapping[str, Any]) -> Message:
 
 def result_to_message(method: Method, result: Any) -> Message:
     """The response message for a 0.3 JSON-RPC result (as the 0.3 codec dumps it)."""
+    if method.operation is Operation.GET_EXTENDED_CARD:
+        card = card_to_wire(result, method.response.DESCRIPTOR)
+        return to_message(method.response, card, method.name)
     return to_message(
         method.response, rest_v03.result_to_wire(method.operation, result), method.name
     )
@@ -133,6 +141,8 @@ def result_to_message(method: Method, result: Any) -> Message:
 
 def result_from_message(method: Method, message: Message) -> Any:
     """The 0.3 JSON-RPC result of a response message."""
+    if method.operation is Operation.GET_EXTENDED_CARD:
+        return card_from_wire(from_message(message))
     return rest_v03.result_from_wire(method.operation, from_message(message))
 
 

@@ -5,8 +5,8 @@ their own: a2a-sdk registers its 0.3 copy of ``a2a.v1`` in protobuf's default po
 both may live in one process. The rpcs are wired on grpcio's generic API.
 
 0.3's rpc names differ from 1.0's JSON-RPC-derived ones: ``TaskSubscription``,
-``ListTaskPushNotificationConfig``; ``GetAgentCard`` (a2a-sdk answers it with the
-extended card) is not part of the table, so it is UNIMPLEMENTED here.
+``ListTaskPushNotificationConfig``, and ``GetAgentCard``, which stands for the extended
+card (``agent/getAuthenticatedExtendedCard``), as a2a-sdk's 0.3 server and client use it.
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ _RPCS: Final = {
     "GetTaskPushNotificationConfig": Operation.GET_PUSH_CONFIG,
     "ListTaskPushNotificationConfig": Operation.LIST_PUSH_CONFIGS,
     "DeleteTaskPushNotificationConfig": Operation.DELETE_PUSH_CONFIG,
+    # a2a-sdk's 0.3 server answers GetAgentCard with the extended card, and its 0.3
+    # client calls it for the extended card: the authenticated card of 0.3 JSON-RPC.
+    "GetAgentCard": Operation.GET_EXTENDED_CARD,
 }
 
 
