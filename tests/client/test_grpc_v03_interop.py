@@ -20,7 +20,7 @@ from tests.support.grpc import import_grpc
 import_grpc()
 
 from a2a_sync.a2a.card_codec import load_card  # noqa: E402
-from a2a_sync.client import A2AClient  # noqa: E402
+from a2a_sync.client import A2AClient, ResilientA2AClient  # noqa: E402
 from a2a_sync.errors import (  # noqa: E402
     TaskNotCancelable,
     TaskNotFound,
@@ -35,8 +35,11 @@ from a2a_sync.types import (  # noqa: E402
     TaskStatusUpdateEvent,
 )
 from tests.peers.fixtures import AgentProcess  # noqa: E402
+from tests.support.fixtures import FaultProxyFactory  # noqa: E402
 
 from .conftest import PEER_TIMEOUT  # noqa: E402
+from .test_resilient import Sleeps, delivered_text  # noqa: E402
+from .test_resilient_interop import CONFIG  # noqa: E402
 
 pytestmark = pytest.mark.peer
 
@@ -161,3 +164,25 @@ def test_extended_card_over_get_agent_card(client: A2AClient) -> None:
     card = client.get_extended_card()
     assert card.name == "Scripted (extended)"
     assert [s.id for s in card.skills] == ["script", "secret"]
+
+
+def test_resilient_stream_cut_is_resumed_over_0_3_grpc(
+    client: A2AClient, fault_proxy: FaultProxyFactory
+) -> None:
+    """The connection is reset under a running 0.3 stream: StreamInterrupted, and the
+    resilient client, unchanged, resubscribes (0.3's TaskSubscription)."""
+    proxy = fault_proxy("http://" + client.url)
+    through = A2AClient(proxy.url, binding="GRPC", revision="0.3", timeout=PEER_TIMEOUT)
+    resilient = ResilientA2AClient(through, CONFIG, sleep=Sleeps())
+    try:
+        stream = resilient.stream_message("slow 10")
+        events = [next(iter(stream))]
+        proxy.reset_peer()
+        events += list(stream)
+        assert stream.reconnects >= 1
+        assert delivered_text(events) == "".join(f"{i}," for i in range(10))
+        final = stream.get_final_task()
+        assert final == client.get_task(final.id)
+    finally:
+        resilient.close()
+        through.close()
