@@ -40,11 +40,11 @@ _JSONRPC: Final = "JSONRPC"
 #: Declared revisions spoken to as another: A2A 0.2.x (0.2.5, 0.2.6) has the JSON-RPC
 #: methods and objects of 0.3 (``message/send``, ``tasks/resubscribe``, ...).
 COMPATIBLE_REVISIONS: Final[Mapping[str, Revision]] = {"0.2": "0.3"}
-#: The revisions each binding is spoken in (a2a_sync's REST binding: 1.0 only).
+#: The revisions each binding is spoken in.
 _BINDING_REVISIONS: Final[dict[str, tuple[str, ...]]] = {
     _JSONRPC: ("1.0", "0.3"),
     "HTTP+JSON": ("1.0", "0.3"),
-    "GRPC": ("1.0",),
+    "GRPC": ("1.0", "0.3"),
 }
 
 #: Verifies a raw card (the JSON object as received) and returns the card *as verified*

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = ROOT / "docs" / "conformance.md"
 TITLES = {
     "a2a-1.0": "A2A 1.0 (JSON-RPC, HTTP+JSON and gRPC bindings)",
-    "a2a-0.3": "A2A 0.3 (JSON-RPC, HTTP+JSON)",
+    "a2a-0.3": "A2A 0.3 (JSON-RPC, HTTP+JSON and gRPC)",
     "mcp-2025-11-25": "MCP 2025-11-25 (handshake era)",
     "mcp-2026-07-28": "MCP 2026-07-28 (modern era)",
 }

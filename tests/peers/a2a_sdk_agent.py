@@ -12,7 +12,9 @@ an HTTP bearer security scheme. The extended card is served only to requests car
 middleware answers HTTP 401 to extended-card calls without it; every other method is open).
 
 ``--grpc`` also serves a2a-sdk's gRPC binding (``grpc.aio``, ``lf.a2a.v1.A2AService``) on a
-second free port, listed first in the card as ``GRPC`` 1.0 at ``127.0.0.1:<port>``.
+second free port, listed first in the card as ``GRPC`` 1.0 at ``127.0.0.1:<port>``, and on
+the same port its 0.3 service (``CompatGrpcHandler``, ``a2a.v1.A2AService``), listed last
+as ``GRPC`` 0.3.
 
 What the agent does is chosen by the first text part of the user's message:
 
@@ -212,7 +214,8 @@ def build_app(
 ) -> BearerGuard:
     """The Starlette app for an agent reachable at ``base_url``; ``rest`` adds the
     HTTP+JSON binding (1.0 and 0.3) under ``/rest``, listed first in the card;
-    ``grpc_url`` lists a GRPC 1.0 interface first (served by :func:`serve`)."""
+    ``grpc_url`` lists a GRPC 1.0 interface first and a GRPC 0.3 one last (served by
+    :func:`serve`)."""
     interfaces = [
         AgentInterface(protocol_binding="JSONRPC", protocol_version="1.0", url=base_url),
         AgentInterface(protocol_binding="JSONRPC", protocol_version="0.3", url=base_url),
@@ -225,6 +228,9 @@ def build_app(
     if grpc_url is not None:
         interfaces.insert(
             0, AgentInterface(protocol_binding="GRPC", protocol_version="1.0", url=grpc_url)
+        )
+        interfaces.append(
+            AgentInterface(protocol_binding="GRPC", protocol_version="0.3", url=grpc_url)
         )
     common = dict(
         description="Scripted test agent",
@@ -274,6 +280,8 @@ async def serve(sock: socket.socket, port: int, token: str, rest: bool, grpc: bo
     grpc_url = None
     if grpc:
         import grpc.aio
+        from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc
+        from a2a.compat.v0_3.grpc_handler import CompatGrpcHandler
         from a2a.server.request_handlers import GrpcHandler
         from a2a.types import a2a_pb2_grpc
 
@@ -282,6 +290,9 @@ async def serve(sock: socket.socket, port: int, token: str, rest: bool, grpc: bo
     app = build_app(f"http://127.0.0.1:{port}/", token, rest=rest, grpc_url=grpc_url)
     if grpc_server is not None:
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(app.handler), grpc_server)  # type: ignore[attr-defined]
+        a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(  # type: ignore[no-untyped-call]
+            CompatGrpcHandler(app.handler), grpc_server
+        )
         await grpc_server.start()
     config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
     print(f"PORT {port}", flush=True)

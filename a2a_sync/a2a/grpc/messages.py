@@ -55,18 +55,20 @@ def message_class(name: str) -> Any:
 
 @attrs.frozen
 class Method:
-    """One rpc of A2AService."""
+    """One rpc of A2AService (1.0's, or 0.3's: :mod:`a2a_sync.a2a.grpc_v03.messages`)."""
 
     operation: Operation
     name: str
     request: Any
     response: Any
     streaming: bool
+    #: The service's full name (0.3's is ``a2a.v1.A2AService``).
+    service: str = SERVICE
 
     @property
     def path(self) -> str:
         """The gRPC method path (``/lf.a2a.v1.A2AService/SendMessage``)."""
-        return f"/{SERVICE}/{self.name}"
+        return f"/{self.service}/{self.name}"
 
 
 def _methods() -> dict[Operation, Method]:

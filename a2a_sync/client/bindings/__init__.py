@@ -6,7 +6,8 @@ gives back the decoded result (what the codec loads). Two bindings exist:
 
 * ``"JSONRPC"`` — :class:`~a2a_sync.client.bindings.jsonrpc.JSONRPCTransport`;
 * ``"HTTP+JSON"`` — :class:`~a2a_sync.client.bindings.rest.RESTTransport` (A2A 1.0 REST);
-* ``"GRPC"`` — :class:`~a2a_sync.client.bindings.grpc.GRPCTransport` (A2A 1.0 gRPC; the
+* ``"GRPC"`` — :class:`~a2a_sync.client.bindings.grpc.GRPCTransport` (A2A 1.0 gRPC;
+  0.3's: :class:`~a2a_sync.client.bindings.grpc_v03.GRPCV03Transport`; the
   ``grpc`` extra, imported only when chosen).
 
 Both raise the same :mod:`a2a_sync.errors` types for the same A2A error (the table in
@@ -97,10 +98,10 @@ def binding_class(name: str) -> Any:
 def _grpc_class() -> Any:
     """The gRPC binding, imported on first use: ``import a2a_sync`` stays free of grpc."""
     try:
-        from .grpc import GRPCTransport  # noqa: PLC0415 - optional extra, loaded on demand
+        from .grpc_v03 import grpc_binding  # noqa: PLC0415 - optional extra, loaded on demand
     except ImportError as exc:
         raise ConfigurationError(
             f"the GRPC binding needs the grpc extra: {install_hint('grpc')}"
             f" ({exc.name or exc} is missing)"
         ) from exc
-    return GRPCTransport
+    return grpc_binding  # GRPCTransport (1.0) or GRPCV03Transport (0.3) by revision

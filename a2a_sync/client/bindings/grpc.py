@@ -33,7 +33,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import attrs
 import grpc
@@ -166,12 +166,14 @@ class GRPCTransport:
     target: GRPCTarget = attrs.field(init=False)
     channel: _Channel = attrs.field(init=False, repr=False)
     ids: Any = attrs.field(factory=lambda: itertools.count(1).__next__, repr=False)
+    #: The revision this class speaks (0.3: :class:`.grpc_v03.GRPCV03Transport`).
+    SPEAKS: ClassVar[str] = "1.0"
 
     def __attrs_post_init__(self) -> None:
-        if self.revision != "1.0":
+        if self.revision != self.SPEAKS:
             raise ConfigurationError(
-                f"the gRPC binding of a2a_sync speaks A2A 1.0, not {self.revision}; use the "
-                "agent's JSON-RPC interface for 0.3"
+                f"this gRPC transport speaks A2A {self.SPEAKS}, not {self.revision}; "
+                "construct it with grpc_v03.grpc_binding(), which picks the revision's"
             )
         target = parse_grpc_url(self.url)
         object.__setattr__(self, "target", target)

@@ -1,4 +1,5 @@
-"""The gRPC binding of :class:`~a2a_sync.server.app.A2AApplication` (A2A 1.0, ``lf.a2a.v1``).
+"""The gRPC binding of :class:`~a2a_sync.server.app.A2AApplication` (A2A 1.0, ``lf.a2a.v1``;
+A2A 0.3's ``a2a.v1`` on the same server: :mod:`.grpc_v03`).
 
 :class:`GRPCServer` runs grpcio's synchronous server (a thread pool) for an application
 and answers every rpc of ``A2AService`` with the application's own pieces, as its
@@ -32,6 +33,7 @@ import grpc
 from ...a2a.types import AgentInterface
 from ...errors import ConfigurationError
 from .grpc_service import A2AServiceHandlers, GRPCHost
+from .grpc_v03 import A2AServiceV03Handlers
 
 __all__ = ["GRPC", "GRPCHost", "GRPCServer"]
 
@@ -111,7 +113,10 @@ class GRPCServer:
             pool = futures.ThreadPoolExecutor(self._threads, thread_name_prefix="a2a-sync-grpc")
             server = grpc.server(
                 pool,
-                handlers=[A2AServiceHandlers(self._app, lambda: self.address).handler()],
+                handlers=[
+                    A2AServiceHandlers(self._app, lambda: self.address).handler(),
+                    A2AServiceV03Handlers(self._app, lambda: self.address).handler(),
+                ],
                 options=[
                     ("grpc.max_receive_message_length", self._max_receive),
                     ("grpc.so_reuseport", 0),
@@ -131,9 +136,12 @@ class GRPCServer:
             self._server, self._pool, self.port = server, pool, port
         advertise = getattr(self._app._cards, "advertise", None)
         if advertise is not None:
-            advertise(
-                AgentInterface(url=self.address, protocol_binding=GRPC, protocol_version="1.0")
-            )
+            for version in ("1.0", "0.3"):  # 0.3's a2a.v1 service is on the same port
+                advertise(
+                    AgentInterface(
+                        url=self.address, protocol_binding=GRPC, protocol_version=version
+                    )
+                )
         logger.info("serving gRPC on %s", self.address)
         return self
 

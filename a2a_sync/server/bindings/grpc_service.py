@@ -23,7 +23,7 @@ from ...a2a.grpc.convert import (
     to_message,
 )
 from ...a2a.grpc.messages import METHODS, SERVICE, Method
-from ...a2a.methods import Operation, wire_name
+from ...a2a.methods import Operation, Revision, wire_name
 from ...a2a.types import AgentCard
 from ...errors import InternalError, InvalidRequest, RPCError
 from .._streams import SSEBody
@@ -164,15 +164,39 @@ def _no_start_response(status: str, headers: Any, exc_info: Any = None) -> None:
 
 
 class A2AServiceHandlers:
-    """The rpc handlers of one application."""
+    """The rpc handlers of one application (A2A 1.0; 0.3's subclass overrides the
+    service, the revision and the four conversion hooks below)."""
+
+    service: str = SERVICE
+    revision: Revision = "1.0"
+    codec: Codec = _CODEC
+    methods: Mapping[Operation, Method] = METHODS
 
     def __init__(self, app: GRPCHost, address: Callable[[], str]) -> None:
         self._app = app
         self._address = address
 
+    # -- conversion hooks -------------------------------------------------------------------
+
+    def _params(self, method: Method, message: Any) -> Any:
+        """The request message as the params dict :attr:`codec` loads."""
+        return from_message(message)
+
+    def _result(self, method: Method, answer: Any) -> Any:
+        """The response message of a result the codec dumped."""
+        return to_message(method.response, answer, method.name)
+
+    def _event(self, method: Method, event: Any) -> Any:
+        """The response message of one stream event the codec dumped."""
+        return to_message(method.response, event, method.name)
+
+    def _error(self, exc: RPCError) -> _Status:
+        """The status answering ``exc``."""
+        return _error_status(exc)
+
     def handler(self) -> grpc.GenericRpcHandler:
         handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {}
-        for method in METHODS.values():
+        for method in self.methods.values():
             if method.streaming:
                 handlers[method.name] = grpc.unary_stream_rpc_method_handler(
                     self._streaming(method),
@@ -183,7 +207,7 @@ class A2AServiceHandlers:
                     self._unary(method),
                     response_serializer=method.response.SerializeToString,
                 )
-        return grpc.method_handlers_generic_handler(SERVICE, handlers)
+        return grpc.method_handlers_generic_handler(self.service, handlers)
 
     # -- one call ---------------------------------------------------------------------------
 
@@ -217,14 +241,14 @@ class A2AServiceHandlers:
         principal = self._app._principal(environ)
         if principal is None:
             raise _Refused(_unauthenticated(self._app._challenge(environ)))
-        check_version(environ, "1.0")
+        check_version(environ, self.revision)
         operation = method.operation
-        params = load_params(_CODEC, operation, from_message(_parse(method, request)))
+        params = load_params(self.codec, operation, self._params(method, _parse(method, request)))
         if operation is Operation.GET_EXTENDED_CARD:
             self._app._check_extended_card()
             if principal.is_anonymous:
                 raise _Refused(_unauthenticated(self._app._challenge(environ)))
-        name = wire_name(operation, "1.0") or ""
+        name = wire_name(operation, self.revision) or ""
         refused = self._app._refusal(principal, operation, name)
         if refused is not None:
             raise _Refused(
@@ -236,10 +260,10 @@ class A2AServiceHandlers:
             )
         call = CallContext(
             principal=principal,
-            revision="1.0",
+            revision=self.revision,
             method=name,
             operation=operation,
-            extensions=extensions_of(environ, "1.0"),
+            extensions=extensions_of(environ, self.revision),
             headers=headers_of(environ),
             environ=environ,
         )
@@ -269,15 +293,14 @@ class A2AServiceHandlers:
             result = self._app.handler.dispatch(operation, params, call)
             if operation is Operation.GET_EXTENDED_CARD:
                 result = self._app._cards.extended(result, environ)
-            answer = dump_result(_CODEC, operation, result)
-            return to_message(method.response, answer, method.name)
+            return self._result(method, dump_result(self.codec, operation, result))
         except _Refused as refused:
             return refused.status
         except RPCError as exc:
-            return _error_status(exc)
+            return self._error(exc)
         except Exception:  # the call's top level: log, answer without details
             logger.exception("internal error answering gRPC %s", method.name)
-            return _error_status(InternalError())
+            return self._error(InternalError())
 
     def _streaming(self, method: Method) -> Callable[[Any, grpc.ServicerContext], Iterator[Any]]:
         def handle(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
@@ -290,16 +313,16 @@ class A2AServiceHandlers:
                     method.operation,
                     params,
                     call,
-                    _CODEC,
+                    self.codec,
                     body_class=GRPCStreamBody,
                 )
             except _Refused as refused:
                 failure = refused.status
             except RPCError as exc:
-                failure = _error_status(exc)
+                failure = self._error(exc)
             except Exception:  # the call's top level
                 logger.exception("internal error opening gRPC %s", method.name)
-                failure = _error_status(InternalError())
+                failure = self._error(InternalError())
             if failure is not None:
                 context.abort_with_status(failure)
             # The client going away (cancel, closed channel, deadline) ends the stream now,
@@ -315,12 +338,12 @@ class A2AServiceHandlers:
             for event in body:
                 if not context.is_active():
                     return
-                yield to_message(method.response, _CODEC.dump_stream_event(event), method.name)
+                yield self._event(method, self.codec.dump_stream_event(event))
         except RPCError as exc:
-            failure = _error_status(exc)
+            failure = self._error(exc)
         except Exception:  # the stream's top level: log, one error status, end
             logger.exception("internal error in gRPC %s", method.name)
-            failure = _error_status(InternalError())
+            failure = self._error(InternalError())
         finally:
             body.close()
         if failure is not None:
