@@ -21,8 +21,15 @@ WAIT: Final = 5.0
 POLL_INTERVAL: Final = 0.01
 
 
-def wait_until(condition: Callable[[], object], what: str, timeout: float = WAIT) -> None:
-    """Poll ``condition()`` until it is true.
+def wait_until(
+    condition: Callable[[], object],
+    what: str,
+    timeout: float = WAIT,
+    *,
+    interval: float = POLL_INTERVAL,
+) -> None:
+    """Poll ``condition()`` until it is true, ``interval`` seconds apart (0: as often as
+    possible, yielding to other threads in between; for a reader racing writers).
 
     Raises:
         AssertionError: Still false after ``timeout`` seconds (the message names ``what``).
@@ -31,7 +38,7 @@ def wait_until(condition: Callable[[], object], what: str, timeout: float = WAIT
     while not condition():
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(POLL_INTERVAL)
+        time.sleep(interval)
 
 
 def blocked_in(thread: threading.Thread, function: str, module_file: str) -> bool:
