@@ -22,7 +22,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -555,12 +554,14 @@ def test_gunicorn_gthread_workers_share_the_store_and_settle_it_on_exit(
         # keep both busy; send batches until both workers have run agents (bounded).
         tasks: list[str] = []
         pids: set[str] = set()
-        deadline = time.monotonic() + 30
         with ThreadPoolExecutor(8, thread_name_prefix="a2a-sync-test-sender") as pool:
-            while len(pids) < 2:
-                assert time.monotonic() < deadline, f"one worker took every request: {pids}"
-                tasks += pool.map(send, range(len(tasks), len(tasks) + 16))
-                pids = {row[2] for row in Worker(url, log, process, tmp_path).lines("exec")}
+
+            def both_workers_ran() -> bool:
+                tasks.extend(pool.map(send, range(len(tasks), len(tasks) + 16)))
+                pids.update(row[2] for row in Worker(url, log, process, tmp_path).lines("exec"))
+                return len(pids) >= 2
+
+            wait_until(both_workers_ran, "both gunicorn workers to run agents", 30)
         assert len(pids) == 2  # both workers ran agents
         for task_id in tasks:  # and each task is found whichever worker answers
             with A2AClient.from_url(url) as client:
