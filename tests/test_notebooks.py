@@ -28,12 +28,13 @@ import json
 import os
 import signal
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
+
+from tests.support.polling import poll_until
 
 NOTEBOOKS_DIR: Final = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS: Final = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
@@ -230,17 +231,18 @@ def _adopting_orphans(grace: float) -> Iterator[Callable[[], list[str]]]:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
     before = set(_children_of(os.getpid()))
 
+    def adopted_alive() -> list[int]:
+        adopted = [pid for pid in _children_of(os.getpid()) if pid not in before]
+        for pid in adopted:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # reap the ones that exited
+        return [pid for pid in _children_of(os.getpid()) if pid not in before]
+
     def leftovers() -> list[str]:
-        deadline = time.monotonic() + grace
-        while True:
-            adopted = [pid for pid in _children_of(os.getpid()) if pid not in before]
-            for pid in adopted:
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(pid, os.WNOHANG)  # reap the ones that exited
-            alive = [pid for pid in _children_of(os.getpid()) if pid not in before]
-            if not alive or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
+        # exits of adopted processes have no event here: poll for the grace period (its
+        # expiry is no failure: what is left is killed and reported)
+        poll_until(lambda: not adopted_alive(), grace)
+        alive = adopted_alive()
         found = [f"{pid}: {_describe(pid)}" for pid in alive]
         for pid in alive:
             with contextlib.suppress(ProcessLookupError):

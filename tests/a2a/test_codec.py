@@ -12,7 +12,6 @@ import contextlib
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -54,6 +53,7 @@ from a2a_sync.types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
+from tests.support.polling import wait_until
 from tests.support.ports import listening_socket
 
 CODECS = [V1_0, V0_3]
@@ -892,16 +892,22 @@ def echo_agent() -> Iterator[str]:
     )
     listener.close()  # the child holds it now
     base = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + ECHO_START_TIMEOUT
+
+    def serves() -> bool:
+        try:
+            requests.get(base + ".well-known/agent-card.json", timeout=5).raise_for_status()
+        except requests.RequestException:  # ReadTimeout too: still starting
+            return False
+        return True
+
     try:
-        while True:
-            try:
-                requests.get(base + ".well-known/agent-card.json", timeout=5).raise_for_status()
-                break
-            except requests.RequestException:  # ReadTimeout too: still starting
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)  # polling a starting subprocess; no event to wait on
+        # the agent reports no readiness: poll its card (or its exit), bounded
+        wait_until(
+            lambda: serves() or process.poll() is not None,
+            "the a2a-sdk echo agent to serve its card",
+            ECHO_START_TIMEOUT,
+        )
+        assert process.poll() is None, process.communicate()[1].decode()[-2000:]
         yield base
     finally:
         process.terminate()

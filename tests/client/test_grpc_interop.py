@@ -38,6 +38,7 @@ from a2a_sync.types import (  # noqa: E402
 )
 from tests.peers.fixtures import AgentProcess  # noqa: E402
 from tests.support.fixtures import FaultProxyFactory  # noqa: E402
+from tests.support.ports import refused_port  # noqa: E402
 
 from .conftest import PEER_TIMEOUT  # noqa: E402
 from .test_resilient import Sleeps, delivered_text  # noqa: E402
@@ -209,11 +210,7 @@ def test_deadline_from_the_timeout(grpc_client: A2AClient) -> None:
 
 
 def test_nothing_listening_is_a_connect_error() -> None:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = refused_port()  # bound and never listening: nothing else can take it meanwhile
     with (
         A2AClient(f"127.0.0.1:{port}", binding="GRPC", timeout=2.0) as client,
         pytest.raises(ConnectError),

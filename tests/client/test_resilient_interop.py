@@ -13,7 +13,6 @@ before each resubscribe, so clearing the proxy there leaves the new connection a
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -34,6 +33,7 @@ from a2a_sync.types import Message, Role, Task, TaskState
 from tests.peers.fixtures import AgentProcess
 from tests.support.faultproxy import FaultProxy
 from tests.support.fixtures import FaultProxyFactory
+from tests.support.polling import wait_until
 from tests.support.ports import refused_url
 
 from .conftest import PEER_TIMEOUT
@@ -91,13 +91,15 @@ def user_messages(task: Task) -> list[Message]:
 
 def await_tasks(direct: A2AClient, context_id: str, count: int) -> list[Task]:
     """ListTasks until ``count`` tasks of the context exist and are settled."""
-    deadline = time.monotonic() + WAIT
-    while True:
-        tasks = tasks_of(direct, context_id)
-        if len(tasks) >= count and all(t.is_terminal for t in tasks):
-            return tasks
-        assert time.monotonic() < deadline, f"{len(tasks)} of {count} tasks settled in {WAIT} s"
-        time.sleep(0.02)  # polling the agent itself: no event to wait on
+    latest: list[Task] = []
+
+    def settled() -> bool:
+        latest[:] = tasks_of(direct, context_id)
+        return len(latest) >= count and all(t.is_terminal for t in latest)
+
+    # polling the agent itself (another process): no event to wait on
+    wait_until(settled, f"{count} settled tasks in context {context_id}", WAIT)
+    return latest
 
 
 # -- L2 -------------------------------------------------------------------------------------------

@@ -108,12 +108,11 @@ def test_timeout_before_the_command_stands() -> None:
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         port = silent.getsockname()[1]
-        started = time.monotonic()
         done = run("--timeout", "0.5", "card", f"http://127.0.0.1:{port}")
-        elapsed = time.monotonic() - started
+    # The call's own deadline ended it (the option's): without the option the silent peer
+    # holds the command past RUN_TIMEOUT (read timeouts, retried), and run() raises.
     assert done.returncode == 3, done.stderr
-    assert "timed out" in done.stderr or "deadline" in done.stderr
-    assert elapsed < 20.0  # without the option: the 60 s read timeout, retried
+    assert "DeadlineExceeded" in done.stderr
 
 
 def test_bad_timeouts_name_the_option() -> None:

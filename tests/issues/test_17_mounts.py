@@ -11,7 +11,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from a2a_sync.client import A2AClient
 from a2a_sync.errors import ConfigurationError
 from a2a_sync.server import mount
 from a2a_sync.types import Task, TaskState
+from tests.support.polling import wait_until
 
 ROOT = Path(__file__).parents[2]
 WAIT = 30.0
@@ -139,16 +139,19 @@ class Gunicorn:
         self._listening.set()  # gunicorn exited
 
     def wait_up(self, path: str) -> None:
-        deadline = time.monotonic() + WAIT
-        while True:
+        def answers() -> bool:
             try:
-                if requests.get(self.url + path, timeout=5).status_code == 200:
-                    return
+                return requests.get(self.url + path, timeout=5).status_code == 200
             except requests.RequestException:
-                pass  # the worker is still importing the site
-            assert time.monotonic() < deadline, "gunicorn's worker did not come up"
-            assert self.process.poll() is None, "".join(self.log)[-2000:]
-            time.sleep(0.05)
+                return False  # the worker is still importing the site
+
+        # the worker reports no readiness: poll the page (or gunicorn's exit), bounded
+        wait_until(
+            lambda: answers() or self.process.poll() is not None,
+            f"gunicorn's worker to serve {path}",
+            WAIT,
+        )
+        assert self.process.poll() is None, "".join(self.log)[-2000:]
 
     def stop(self) -> int:
         self.process.send_signal(signal.SIGTERM)

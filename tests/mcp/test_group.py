@@ -34,6 +34,7 @@ from a2a_sync.mcp import (
     load_servers,
 )
 from a2a_sync.testing import ScriptedMCPServer, connect_in_memory, mcp_server_command
+from tests.support.ports import refused_url
 
 from .peers.launch import EVERYTHING, mcpserver_http
 
@@ -288,11 +289,7 @@ def test_a_config_file_of_http_sse_and_stdio_peers(
 
 @pytest.mark.peer
 def test_an_unreachable_http_server_is_reported_beside_a_working_one(peer_base: str) -> None:
-    import socket
-
-    with socket.socket() as sock:  # a port nothing listens on
-        sock.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    dead = refused_url("/mcp")  # bound and never listening: connecting is refused
     config = {"py": {"url": f"{peer_base}/mcp"}, "dead": {"url": dead, "transport": "http"}}
     with MCPGroup.connect(config, timeout=20) as group:
         assert group.names == ["py"]

@@ -37,6 +37,7 @@ import attrs
 import pytest
 
 from tests.peers import A2A_SDK_AGENT
+from tests.support.polling import poll_until
 
 __all__ = [
     "AgentProcess",
@@ -96,19 +97,21 @@ def _read_port(proc: subprocess.Popen[bytes], deadline: float) -> int:
     return int(port)
 
 
-def _wait_until_served(card_url: str, proc: subprocess.Popen[bytes], deadline: float) -> None:
-    while True:
+def _wait_until_served(card_url: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
+    def served() -> bool:
         try:
             with urllib.request.urlopen(card_url, timeout=1.0) as response:
-                if response.status == 200:
-                    return
+                return bool(response.status == 200)
         except (urllib.error.URLError, OSError):
-            pass
-        if proc.poll() is not None:
-            raise RuntimeError(f"the agent exited with status {proc.returncode}")
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"the agent did not serve {card_url} in time")
-        time.sleep(_PROBE_INTERVAL)
+            return False
+
+    # the agent reports its port, not its readiness: poll its card (or its exit), bounded
+    if not poll_until(
+        lambda: served() or proc.poll() is not None, timeout, interval=_PROBE_INTERVAL
+    ):
+        raise TimeoutError(f"the agent did not serve {card_url} in time")
+    if proc.poll() is not None:
+        raise RuntimeError(f"the agent exited with status {proc.returncode}")
 
 
 @contextlib.contextmanager
@@ -131,7 +134,7 @@ def start_agent(
             try:
                 port = _read_port(proc, time.monotonic() + START_TIMEOUT)
                 agent = AgentProcess(f"http://127.0.0.1:{port}/", token, proc.pid)
-                _wait_until_served(agent.card_url, proc, time.monotonic() + READY_TIMEOUT)
+                _wait_until_served(agent.card_url, proc, READY_TIMEOUT)
             except (TimeoutError, RuntimeError) as exc:
                 stderr.seek(0)
                 tail = stderr.read()[-4000:].decode("utf-8", "replace")

@@ -99,7 +99,7 @@ def start_peer(name: str) -> Iterator[ThirdPartyAgent]:
                 port = _read_port(proc, time.monotonic() + START_TIMEOUT)
                 base = f"http://127.0.0.1:{port}"
                 agent = ThirdPartyAgent(name, base + card_path, base, resubscribe)
-                _wait_until_served(agent.card_url, proc, time.monotonic() + READY_TIMEOUT)
+                _wait_until_served(agent.card_url, proc, READY_TIMEOUT)
             except (TimeoutError, RuntimeError) as exc:
                 stderr.seek(0)
                 tail = stderr.read()[-4000:].decode("utf-8", "replace")

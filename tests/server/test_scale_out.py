@@ -15,13 +15,13 @@ import argparse
 import contextlib
 import itertools
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import textwrap
 import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -44,6 +44,7 @@ from a2a_sync.types import (
     TaskStatusUpdateEvent,
 )
 from tests.server.test_serving import _up
+from tests.support.polling import wait_until
 from tests.support.ports import SERVE_URL_LINE, listening_socket
 from tests.support.postgres import Cluster
 
@@ -159,11 +160,16 @@ class Worker:
         return [row[1:] for row in rows if row and row[0] == word]
 
     def wait_for(self, word: str, task_id: str) -> None:
-        deadline = time.monotonic() + WAIT
-        while not any(row[0] == task_id for row in self.lines(word)):
-            assert self.process.poll() is None, self.stderr.read_text()[-2000:]
-            assert time.monotonic() < deadline, f"{self.url}: no {word!r} for {task_id}"
-            time.sleep(0.02)
+        def logged() -> bool:
+            return any(row[0] == task_id for row in self.lines(word))
+
+        # the worker writes its log in another process: poll it (or the exit), bounded
+        wait_until(
+            lambda: logged() or self.process.poll() is not None,
+            f"{self.url} to log {word!r} for {task_id}",
+            WAIT,
+        )
+        assert logged(), self.stderr.read_text()[-2000:]
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -196,19 +202,29 @@ def start_workers(count: int, database: str, tmp: Path, *extra: str) -> list[Wor
                 stderr=err,
             )
         started.append((log, process, stderr))
-    deadline = time.monotonic() + 30
+
+    def reported(stderr: Path) -> re.Match[str] | None:
+        return SERVE_URL_LINE.search(stderr.read_text(errors="replace"))
+
+    # a starting worker reports its URL in its log file, then serves: poll both (or the
+    # worker's exit), bounded
+    wait_until(
+        lambda: all(reported(err) or proc.poll() is not None for _, proc, err in started),
+        "every worker to report its URL",
+        30,
+    )
     workers = []
     for log, process, stderr in started:
-        while (match := SERVE_URL_LINE.search(stderr.read_text(errors="replace"))) is None:
-            assert process.poll() is None, stderr.read_text()[-2000:]
-            assert time.monotonic() < deadline, "worker did not report its URL"
-            time.sleep(0.05)  # polling a starting subprocess's log; no event to wait on
+        match = reported(stderr)
+        assert match is not None, stderr.read_text()[-2000:]
         workers.append(Worker(match.group(1), log, process, stderr))
+    wait_until(
+        lambda: all(_up(w.url) or w.process.poll() is not None for w in workers),
+        "every worker to serve its card",
+        30,
+    )
     for worker in workers:
-        while not _up(worker.url):
-            assert worker.process.poll() is None, worker.stderr.read_text()[-2000:]
-            assert time.monotonic() < deadline, "worker did not come up"
-            time.sleep(0.05)
+        assert worker.process.poll() is None, worker.stderr.read_text()[-2000:]
     return workers
 
 
@@ -523,11 +539,9 @@ def test_gunicorn_gthread_workers_share_the_store_and_settle_it_on_exit(
         )
     listener.close()  # the child holds it now
     try:
-        deadline = time.monotonic() + 30
-        while not _up(url):
-            assert process.poll() is None, (tmp_path / "gunicorn.err").read_text()[-2000:]
-            assert time.monotonic() < deadline, "gunicorn did not come up"
-            time.sleep(0.05)
+        # gunicorn reports no readiness: poll its port (or its exit), bounded
+        wait_until(lambda: _up(url) or process.poll() is not None, "gunicorn to come up", 30)
+        assert process.poll() is None, (tmp_path / "gunicorn.err").read_text()[-2000:]
 
         def send(i: int) -> str:
             with A2AClient.from_url(url) as client:  # a new connection each time
@@ -540,12 +554,14 @@ def test_gunicorn_gthread_workers_share_the_store_and_settle_it_on_exit(
         # keep both busy; send batches until both workers have run agents (bounded).
         tasks: list[str] = []
         pids: set[str] = set()
-        deadline = time.monotonic() + 30
         with ThreadPoolExecutor(8, thread_name_prefix="a2a-sync-test-sender") as pool:
-            while len(pids) < 2:
-                assert time.monotonic() < deadline, f"one worker took every request: {pids}"
-                tasks += pool.map(send, range(len(tasks), len(tasks) + 16))
-                pids = {row[2] for row in Worker(url, log, process, tmp_path).lines("exec")}
+
+            def both_workers_ran() -> bool:
+                tasks.extend(pool.map(send, range(len(tasks), len(tasks) + 16)))
+                pids.update(row[2] for row in Worker(url, log, process, tmp_path).lines("exec"))
+                return len(pids) >= 2
+
+            wait_until(both_workers_ran, "both gunicorn workers to run agents", 30)
         assert len(pids) == 2  # both workers ran agents
         for task_id in tasks:  # and each task is found whichever worker answers
             with A2AClient.from_url(url) as client:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["POLL_INTERVAL", "WAIT", "blocked_in", "wait_until"]
+__all__ = ["POLL_INTERVAL", "WAIT", "blocked_in", "poll_until", "wait_until"]
 
 #: Default bound: the effects polled for take milliseconds on loopback.
 WAIT: Final = 5.0
@@ -21,17 +21,35 @@ WAIT: Final = 5.0
 POLL_INTERVAL: Final = 0.01
 
 
-def wait_until(condition: Callable[[], object], what: str, timeout: float = WAIT) -> None:
-    """Poll ``condition()`` until it is true.
+def wait_until(
+    condition: Callable[[], object],
+    what: str,
+    timeout: float = WAIT,
+    *,
+    interval: float = POLL_INTERVAL,
+) -> None:
+    """Poll ``condition()`` until it is true, ``interval`` seconds apart (0: as often as
+    possible, yielding to other threads in between; for a reader racing writers).
 
     Raises:
         AssertionError: Still false after ``timeout`` seconds (the message names ``what``).
     """
+    if not poll_until(condition, timeout, interval=interval):
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def poll_until(
+    condition: Callable[[], object], timeout: float, *, interval: float = POLL_INTERVAL
+) -> bool:
+    """Poll ``condition()`` until it is true (True) or ``timeout`` seconds passed (False),
+    for a wait whose expiry is no failure by itself (a grace period) or that the caller
+    reports in its own terms."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(POLL_INTERVAL)
+            return False
+        time.sleep(interval)
+    return True
 
 
 def blocked_in(thread: threading.Thread, function: str, module_file: str) -> bool:

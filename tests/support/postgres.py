@@ -31,7 +31,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -40,6 +39,7 @@ from typing import NoReturn
 import attrs
 import pytest
 
+from tests.support.polling import poll_until
 from tests.support.ports import probe_port
 
 __all__ = [
@@ -245,19 +245,22 @@ def postgres_cluster(*, durable: bool = False) -> Iterator[Cluster]:
 def _wait_ready(cluster: Cluster, process: subprocess.Popen[bytes], log: Path) -> None:
     import psycopg
 
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"postgres exited with {process.returncode}: {_tail(log)}")
+    def accepts() -> bool:
         try:
             with psycopg.connect(cluster.dsn(), connect_timeout=2):
-                return
+                return True
         except psycopg.OperationalError:
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"postgres did not accept connections in {START_TIMEOUT} s: {_tail(log)}"
-                ) from None
-        time.sleep(0.05)
+            return False
+
+    # postgres reports readiness only in its log: try connecting (or see it exit), bounded
+    if not poll_until(
+        lambda: process.poll() is not None or accepts(), START_TIMEOUT, interval=0.05
+    ):
+        raise RuntimeError(
+            f"postgres did not accept connections in {START_TIMEOUT} s: {_tail(log)}"
+        )
+    if process.poll() is not None:
+        raise RuntimeError(f"postgres exited with {process.returncode}: {_tail(log)}")
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
