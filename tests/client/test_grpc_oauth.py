@@ -24,7 +24,7 @@ import_grpc()
 from a2a_sync.auth.oauth import OAuth  # noqa: E402
 from a2a_sync.auth.verify import JWTVerifier  # noqa: E402
 from a2a_sync.client import A2AClient, BearerToken  # noqa: E402
-from a2a_sync.errors import HTTPStatusError, TaskNotFound  # noqa: E402
+from a2a_sync.errors import ConfigurationError, HTTPStatusError, TaskNotFound  # noqa: E402
 from a2a_sync.server import A2AApplication  # noqa: E402
 from a2a_sync.server.bindings.grpc import GRPCServer  # noqa: E402
 from a2a_sync.server.jwt_auth import JWTBearerAuth  # noqa: E402
@@ -51,15 +51,18 @@ class GRPCAgent:
         return f"http://{self.address}"
 
 
-def _free_port() -> int:
+def _candidate_port() -> int:
+    """A port that was free a moment ago. The token audience must name the server's origin
+    before the server exists, so the fixture binds it and tries again if another process
+    took the port in between (grpcio refuses to share it: ``so_reuseport`` is 0)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def grpc_agent(authorization_server: AuthorizationServerFixture) -> Iterator[GRPCAgent]:
-    port = _free_port()  # the resource (token audience) must be known before serving
+def _agent_on(
+    port: int, authorization_server: AuthorizationServerFixture
+) -> tuple[A2AApplication, AgentCard, JWTVerifier]:
     origin = f"http://127.0.0.1:{port}"
     verifier = JWTVerifier(
         issuer=authorization_server.issuer,
@@ -82,13 +85,30 @@ def grpc_agent(authorization_server: AuthorizationServerFixture) -> Iterator[GRP
         token_url=f"{authorization_server.issuer}/token",
         metadata_url=authorization_server.metadata_url,
     )
-    app = A2AApplication(declared, EchoAgent(), authenticate=auth)
-    try:
-        with GRPCServer(app, port=port) as server:
+    return A2AApplication(declared, EchoAgent(), authenticate=auth), declared, verifier
+
+
+@pytest.fixture
+def grpc_agent(authorization_server: AuthorizationServerFixture) -> Iterator[GRPCAgent]:
+    for attempt in range(5):
+        port = _candidate_port()
+        app, declared, verifier = _agent_on(port, authorization_server)
+        server = GRPCServer(app, port=port)
+        try:
+            server.start()
+        except ConfigurationError:  # the port was taken in between: another one
+            app.close()
+            verifier.close()
+            if attempt == 4:
+                raise
+            continue
+        try:
             yield GRPCAgent(server.address, declared, verifier)
-    finally:
-        app.close()
-        verifier.close()
+        finally:
+            server.stop()
+            app.close()
+            verifier.close()
+        return
 
 
 def test_the_client_logs_in_and_steps_up_over_grpc(
