@@ -18,6 +18,7 @@ __all__ = [
     "within",
 ]
 
+
 def origin(url: str) -> str:
     """``scheme://host:port`` with the default port made explicit (``""`` if not http(s))."""
     parts = urlsplit(url)
