@@ -4,8 +4,10 @@ A credential is attached to requests only when the request goes to the origin it
 to (scheme, host and port). An agent card cannot move credentials elsewhere: if the card
 advertises an endpoint on another origin, the client refuses to send credentials there
 unless that origin was explicitly trusted (A2A Java advisories GHSA-9rhm-2h4x-jwmx and
-GHSA-4fpj-g9jf-9rgg were exactly this). Secrets never appear in ``repr()``, logs or
-exception messages.
+GHSA-4fpj-g9jf-9rgg were exactly this). Nor does any credential travel over plain HTTP,
+except to loopback: a client for an ``http://`` agent elsewhere is refused at construction
+unless the caller opts in with ``allow_insecure_credentials=True`` (docs/security.md).
+Secrets never appear in ``repr()``, logs or exception messages.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from .._net.secure import check_credentials_destination
 from .._redact import redact_url
 from ..a2a.types import (
     AgentCard,
@@ -206,9 +209,25 @@ class OriginBoundCredentials:
 
     Thread-safe: the bound origins never change after construction; ``refresh`` is
     serialized.
+
+    Raises:
+        ConfigurationError: An origin is plain HTTP to a host that is not loopback and
+            ``allow_insecure`` is false (an OAuth credential checks its own destinations:
+            tokens go over HTTPS, or plain HTTP to loopback, whatever ``allow_insecure``).
     """
 
-    def __init__(self, credentials: Credentials | ChallengeAuth, origins: frozenset[str]) -> None:
+    def __init__(
+        self,
+        credentials: Credentials | ChallengeAuth,
+        origins: frozenset[str],
+        *,
+        allow_insecure: bool = False,
+    ) -> None:
+        if not isinstance(credentials, ChallengeAuth):
+            for origin in sorted(origins):
+                check_credentials_destination(
+                    origin, what="A2A client", allow_insecure=allow_insecure
+                )
         self._credentials = credentials
         self.origins = origins
         self._refresh_lock = threading.Lock()

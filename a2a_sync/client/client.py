@@ -7,6 +7,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._net.secure import carries_credentials, check_credentials_destination
 from .._redact import redact_url
 from ..a2a.codec import codec_for
 from ..a2a.methods import REVISIONS, Operation, Revision
@@ -110,9 +111,16 @@ class A2AClient(MessageOperations):
             if opts.trusted_origins is not None
             else frozenset({origin_of(_card_fetch.url) if _card_fetch else self._endpoint_origin})
         )
+        insecure = opts.allow_insecure_credentials
         self._credentials = (
-            OriginBoundCredentials(credentials, origins) if credentials is not None else None
+            OriginBoundCredentials(credentials, origins, allow_insecure=insecure)
+            if credentials is not None
+            else None
         )
+        if carries_credentials(opts.headers):  # a credential set by hand, as a header
+            check_credentials_destination(
+                self._endpoint_origin, what="A2A client headers=", allow_insecure=insecure
+            )
         if self._credentials is not None and self._endpoint_origin not in origins:
             raise ConfigurationError(
                 f"the agent's endpoint {redact_url(url)!r} is on another origin than its card "
@@ -189,6 +197,10 @@ class A2AClient(MessageOperations):
         if not isinstance(url, str):
             raise not_http_url(url)
         opts = resolve_options(kwargs.pop("options", None), kwargs)
+        if carries_credentials(card_headers):
+            check_credentials_destination(
+                url, what="agent card fetch", allow_insecure=opts.allow_insecure_credentials
+            )
         transport = opts.transport
         owns = transport is None
         if transport is None:

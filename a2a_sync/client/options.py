@@ -43,6 +43,12 @@ class ClientOptions:
             the call is sent again; tokens go only to ``trusted_origins``.
         trusted_origins: Origins the credentials may go to. Defaults to the origin the
             card was fetched from (or the endpoint's origin).
+        allow_insecure_credentials: Send ``credentials`` (and ``Authorization``,
+            ``Cookie`` or ``X-API-Key`` in ``headers``) over plain ``http://`` (or
+            plaintext gRPC) to hosts that are not loopback. Off by default: such a client
+            is refused with :class:`~a2a_sync.errors.ConfigurationError`. For trusted
+            internal networks only; each such origin is logged once as a warning. OAuth
+            (``auth=``) ignores it: tokens go over HTTPS (or to loopback) only.
         extensions: A2A extension URIs to request (``A2A-Extensions``).
         headers: Extra headers for every request.
         timeout: Default limits per call.
@@ -66,6 +72,7 @@ class ClientOptions:
     credentials: Credentials | ChallengeAuth | None = None
     auth: ChallengeAuth | None = None
     trusted_origins: Iterable[str] | None = None
+    allow_insecure_credentials: bool = False
     extensions: Sequence[str] = ()
     headers: Mapping[str, str] | None = attrs.field(default=None, repr=False)  # may hold secrets
     timeout: TimeoutArg = None

@@ -217,7 +217,12 @@ class MCPConnection:
                 return LegacySSETransport(url, http)
             return StreamableHTTPTransport(url, http, fallback_to_sse=transport == "auto")
 
-        Endpoint(url, headers=http.headers, auth=http.auth)  # bad arguments fail here
+        Endpoint(
+            url,
+            headers=http.headers,
+            auth=http.auth,
+            insecure_credentials=http.allow_insecure_credentials,
+        )  # bad arguments fail here
         if transport == "sse" and opts.era == "auto":
             opts = opts.evolve(era="legacy")  # HTTP+SSE has no modern shape: nothing to probe
         return cls(factory, options=opts)

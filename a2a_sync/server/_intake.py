@@ -156,7 +156,7 @@ class MessageIntake:
         if not message.parts:  # A2A 1.0 §4.1.4: a Message holds one or more parts
             raise InvalidParams("message.parts must hold at least one part")
         if config is not None and config.push_notification_config is not None:
-            self._webhooks.check_url(config.push_notification_config.url)
+            self._webhooks.check_config(config.push_notification_config)
 
     def _same_message(self, claimed: str, message: Message, principal: str) -> bool:
         """Whether a message whose id was claimed for task ``claimed`` is that message

@@ -15,8 +15,10 @@ from typing import Protocol
 
 import attrs
 
+from .._net.secure import check_credentials_destination
+from .._redact import redact_url
 from ..a2a.types import ListPushConfigsResult, PushNotificationConfig, StreamEvent
-from ..errors import InvalidParams, PushNotificationNotSupported, TaskNotFound
+from ..errors import ConfigurationError, InvalidParams, PushNotificationNotSupported, TaskNotFound
 from .push_policy import PushSettings, SecretBox, SecretUnavailable, redacted
 from .stores.base import StoredPushConfig, StoredTask, TaskStore
 
@@ -77,6 +79,27 @@ class Webhooks:
             self._notifier.check_url(url)
         elif not url.startswith(("http://", "https://")):
             raise InvalidParams("push notification URL must be http or https")
+
+    def check_config(self, config: PushNotificationConfig) -> None:
+        """Refuse a config at registration (InvalidParams): its URL (:meth:`check_url`),
+        and a token or credentials that would travel in plaintext to a host that is not
+        loopback (unless ``settings.allow_insecure_credentials``)."""
+        self.check_url(config.url)
+        auth = config.authentication
+        if config.token is None and (auth is None or auth.credentials is None):
+            return
+        try:
+            check_credentials_destination(
+                config.url,
+                what="push notification config",
+                allow_insecure=self.settings.allow_insecure_credentials,
+            )
+        except ConfigurationError as exc:
+            raise InvalidParams(
+                f"push notification URL {redact_url(config.url)!r} is plain http:// and the "
+                "config carries a token or credentials, which this agent sends over TLS only"
+                " (or to loopback): register an https:// webhook"
+            ) from exc
 
     def check_room(self, task_id: str | None, config_id: str | None, principal: str) -> None:
         """Refuse a new config over the per-task or per-caller limit (a config replacing

@@ -296,7 +296,7 @@ class DefaultRequestHandler:
         if not params.task_id:
             raise InvalidParams("taskId is required")
         self._owned(params.task_id, call)
-        self._webhooks.check_url(params.url)
+        self._webhooks.check_config(params)
         return self._webhooks.save(
             params, params.task_id, principal=call.principal.name, revision=call.revision
         )

@@ -81,6 +81,10 @@ class PushSettings:
         encryption_keys: Fernet keys (``Fernet.generate_key()``) to encrypt tokens and
             credentials at rest; the first encrypts, all decrypt. Empty: stored as given.
             Never shown in reprs.
+        allow_insecure_credentials: Accept a config whose ``token`` or
+            ``authentication.credentials`` would be sent to a plain ``http://`` webhook
+            on a host that is not loopback (trusted internal networks only; logged once
+            per origin). Off: such a config is refused with ``-32602 Invalid params``.
     """
 
     max_configs_per_task: int = attrs.field(
@@ -93,6 +97,7 @@ class PushSettings:
         default=DEFAULT_MAX_DELIVERIES_PER_EVENT, validator=_at_least_one
     )
     encryption_keys: tuple[str, ...] = attrs.field(default=(), converter=_keys, repr=False)
+    allow_insecure_credentials: bool = False
 
 
 class SecretUnavailable(Exception):

@@ -20,7 +20,7 @@ import attrs
 import responses
 from requests import PreparedRequest
 
-BASE_URL = "http://agent.test"
+BASE_URL = "https://agent.test"
 RPC_URL = f"{BASE_URL}/rpc"
 CARD_URL = f"{BASE_URL}/.well-known/agent-card.json"
 

@@ -132,35 +132,35 @@ def test_malformed_secrets_are_refused_before_sending(
 def test_card_pointing_credentials_at_another_host_is_refused(
     rsps: responses.RequestsMock,
 ) -> None:
-    rsps.add(responses.GET, CARD_URL, json=card_json(("http://evil.test/rpc", "JSONRPC", "1.0")))
+    rsps.add(responses.GET, CARD_URL, json=card_json(("https://evil.test/rpc", "JSONRPC", "1.0")))
     with pytest.raises(ConfigurationError):
-        A2AClient.from_url("http://agent.test", credentials=BearerToken(SECRET))
+        A2AClient.from_url("https://agent.test", credentials=BearerToken(SECRET))
     assert [c.request.url for c in rsps.calls] == [CARD_URL]  # nothing went to evil.test
 
 
 def test_foreign_endpoint_without_credentials_is_allowed(rsps: responses.RequestsMock) -> None:
-    rsps.add(responses.GET, CARD_URL, json=card_json(("http://other.test/rpc", "JSONRPC", "1.0")))
+    rsps.add(responses.GET, CARD_URL, json=card_json(("https://other.test/rpc", "JSONRPC", "1.0")))
     rsps.add(
         responses.POST,
-        "http://other.test/rpc",
+        "https://other.test/rpc",
         json={"jsonrpc": "2.0", "id": 1, "result": TASK_1_0},
     )
-    with A2AClient.from_url("http://agent.test") as client:
+    with A2AClient.from_url("https://agent.test") as client:
         client.get_task("t1")
     assert "Authorization" not in rsps.calls[1].request.headers
 
 
 def test_trusted_origins_allow_a_declared_foreign_endpoint(rsps: responses.RequestsMock) -> None:
-    rsps.add(responses.GET, CARD_URL, json=card_json(("http://other.test/rpc", "JSONRPC", "1.0")))
+    rsps.add(responses.GET, CARD_URL, json=card_json(("https://other.test/rpc", "JSONRPC", "1.0")))
     rsps.add(
         responses.POST,
-        "http://other.test/rpc",
+        "https://other.test/rpc",
         json={"jsonrpc": "2.0", "id": 1, "result": TASK_1_0},
     )
     with A2AClient.from_url(
-        "http://agent.test",
+        "https://agent.test",
         credentials=BearerToken(SECRET),
-        trusted_origins=["http://other.test"],
+        trusted_origins=["https://other.test"],
     ) as client:
         client.get_task("t1")
     assert rsps.calls[1].request.headers["Authorization"] == f"Bearer {SECRET}"
@@ -171,10 +171,11 @@ def test_origins_compare_scheme_host_and_port() -> None:
     assert origin_of("https://a.test") == "https://a.test:443"
     assert origin_of("http://a.test") != origin_of("https://a.test")
     assert origin_of("http://a.test:8080") != origin_of("http://a.test")
-    bound = OriginBoundCredentials(BearerToken(SECRET), frozenset({origin_of("http://a.test")}))
-    assert bound.headers_for("http://a.test/rpc", None) == {"Authorization": f"Bearer {SECRET}"}
-    assert bound.headers_for("http://a.test.evil.test/rpc", None) == {}
-    assert bound.headers_for("https://a.test/rpc", None) == {}
+    bound = OriginBoundCredentials(BearerToken(SECRET), frozenset({origin_of("https://a.test")}))
+    assert bound.headers_for("https://a.test/rpc", None) == {"Authorization": f"Bearer {SECRET}"}
+    assert bound.headers_for("https://a.test.evil.test/rpc", None) == {}
+    assert bound.headers_for("http://a.test:443/rpc", None) == {}
+    assert bound.headers_for("https://a.test:8443/rpc", None) == {}
 
 
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])

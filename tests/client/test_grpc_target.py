@@ -45,11 +45,11 @@ def test_credentials_never_go_over_plaintext_to_another_host() -> None:
     import_grpc()
     from a2a_sync.client import A2AClient, BearerToken
 
-    with A2AClient(
-        "grpc://agent.example:50051",
-        binding="GRPC",
-        credentials=BearerToken("secret-token"),
-    ) as client:
-        with pytest.raises(ConfigurationError, match="plaintext") as caught:
-            client.get_task("t")
-        assert "secret-token" not in str(caught.value)
+    with pytest.raises(ConfigurationError, match="plaintext") as caught:
+        A2AClient(
+            "grpc://agent.example:50051",
+            binding="GRPC",
+            credentials=BearerToken("secret-token"),
+        )
+    assert "secret-token" not in str(caught.value)
+    assert "grpcs://" in str(caught.value)

@@ -27,7 +27,7 @@ from a2a_sync.types import PushNotificationConfig, TaskState
 
 from .fakes import TASK_1_0
 
-BASE = "http://agent.test/rest"
+BASE = "https://agent.test/rest"
 
 
 @pytest.fixture

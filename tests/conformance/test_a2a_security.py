@@ -24,8 +24,9 @@ import attrs
 import pytest
 
 from a2a_sync import A2AClient
+from a2a_sync.client import APIKey, BasicAuth, BearerToken
 from a2a_sync.client.bindings.grpc_target import parse_grpc_url
-from a2a_sync.errors import A2ASyncError
+from a2a_sync.errors import A2ASyncError, ConfigurationError
 from a2a_sync.server import A2AApplication, serve_in_thread
 from a2a_sync.server.auth import BearerTokens
 from a2a_sync.server.push import PushSender
@@ -207,6 +208,20 @@ def test_push_secrets_are_not_echoed(guarded: str) -> None:
         assert SECRETS[0] not in text
         assert SECRETS[1] not in text
         assert "Bearer" in text
+
+
+@requirement("a2a-1.0-§13.4-credentials-only-over-tls")
+def test_credentials_go_only_over_tls_or_to_loopback(guarded: str) -> None:
+    """Static credentials for a plain-HTTP agent elsewhere are refused before anything is
+    sent (an explicit opt-in aside); over plain HTTP to loopback they are sent."""
+    for credentials in (BearerToken(TOKEN), APIKey(TOKEN), BasicAuth("owner", TOKEN)):
+        with pytest.raises(ConfigurationError, match="without TLS") as caught:
+            A2AClient("http://agent.example.com/", credentials=credentials)
+        assert TOKEN not in str(caught.value)
+    assert guarded.startswith("http://127.0.0.1:")
+    with A2AClient(guarded, credentials=BearerToken(TOKEN)) as client:
+        task = client.send_message("need input")
+        assert client.get_task(task.id).id == task.id  # the owner's task: the token went
 
 
 # -- §13.4 input limits --------------------------------------------------------------------

@@ -4,10 +4,9 @@ may talk to (HTTPS, or plain HTTP to loopback only), and origins tokens are boun
 from __future__ import annotations
 
 import functools
-import ipaddress
-from typing import Final
 from urllib.parse import urlsplit, urlunsplit
 
+from ..._net.secure import credentials_allowed, is_loopback
 from ...errors import AuthorizationError
 
 __all__ = [
@@ -18,21 +17,6 @@ __all__ = [
     "token_destination",
     "within",
 ]
-
-_LOOPBACK_NAMES: Final = frozenset({"localhost"})
-
-
-def is_loopback(host: str | None) -> bool:
-    """True for ``localhost``, 127.0.0.0/8 and ``::1``."""
-    if not host:
-        return False
-    host = host.strip("[]").lower()
-    if host in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def origin(url: str) -> str:
@@ -57,13 +41,12 @@ def check_endpoint(url: object, what: str, step: str) -> str:
     if not isinstance(url, str) or not url:
         raise AuthorizationError(f"{what} is missing or not a string", step=step)
     parts = urlsplit(url)
-    scheme = parts.scheme.lower()
     if parts.username is not None or parts.fragment or not parts.hostname:
         raise AuthorizationError(
             f"{what} {_shown(url)} is not an absolute URL without credentials or #fragment",
             step=step,
         )
-    if scheme == "https" or (scheme == "http" and is_loopback(parts.hostname)):
+    if credentials_allowed(url):  # the one rule of a2a_sync (a2a_sync._net.secure)
         return url
     raise AuthorizationError(
         f"{what} {_shown(url)} is not HTTPS; OAuth traffic goes over HTTPS only (plain HTTP "

@@ -314,12 +314,9 @@ class GRPCTransport:
             if key.lower() not in ("content-type", "accept")
         }
         if self.credentials is not None:
+            # Plaintext to a non-loopback host was refused (or opted into) when the
+            # credentials were bound to this origin (OriginBoundCredentials).
             granted = self.credentials.headers_for(self.target.origin, card)
-            if granted and not (self.target.secure or self.target.loopback):
-                raise ConfigurationError(
-                    f"credentials are not sent over plaintext gRPC to {self.target.target}; "
-                    f"use grpcs://{self.target.target}"
-                )
             pairs.update({key.lower(): value for key, value in granted.items()})
         return tuple(pairs.items())
 

@@ -9,12 +9,12 @@ production; credentials never travel in plaintext except to loopback).
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Final
 from urllib.parse import urlsplit
 
 import attrs
 
+from ..._net.secure import is_loopback
 from ..._redact import redact_url
 from ...errors import ConfigurationError
 
@@ -45,12 +45,7 @@ class GRPCTarget:
     @property
     def loopback(self) -> bool:
         """True for localhost and loopback addresses."""
-        if self.host.lower() == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return False
+        return is_loopback(self.host)
 
 
 def parse_grpc_url(url: str) -> GRPCTarget:

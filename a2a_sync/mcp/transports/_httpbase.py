@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..._constants import DEFAULT_CONNECT_TIMEOUT
 from ..._net.http import StreamResponse
+from ..._net.secure import carries_credentials, check_credentials_destination
 from ..._net.sse_decoder import ServerSentEvent, SSEDecoder
 from ..._redact import redact_url
 from ...auth.hook import ChallengeAuth
@@ -108,10 +109,13 @@ class Endpoint:
             request); sent as ``Authorization: Bearer <token>``. Or a
             :class:`~a2a_sync.auth.ChallengeAuth` (OAuth), asked for the header per
             request and told about 401/403 refusals (:meth:`challenged`).
+        insecure_credentials: Allow a token (or an ``Authorization``, ``Cookie`` or
+            ``X-API-Key`` header) over plain HTTP to a host that is not loopback.
 
     Raises:
         ConfigurationError: Bad URL, a header the transport owns, a header that is not
-            valid HTTP, or a credential given twice.
+            valid HTTP, a credential given twice, or a credential for a plain-HTTP host
+            that is not loopback (without ``insecure_credentials``).
     """
 
     __slots__ = ("_auth", "_base", "_challenge_auth", "era_key", "name", "origin", "url")
@@ -122,6 +126,7 @@ class Endpoint:
         *,
         headers: Mapping[str, str] | None = None,
         auth: AuthSource | None = None,
+        insecure_credentials: bool = False,
     ) -> None:
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
@@ -161,6 +166,10 @@ class Endpoint:
                 raise ConfigurationError(f"invalid value for header {name!r}")
             base[name] = value
         self._base = base
+        if carries_credentials(base) or not isinstance(auth, ChallengeAuth | None):
+            check_credentials_destination(  # OAuth (ChallengeAuth) checks its own
+                url, what="MCP endpoint", allow_insecure=insecure_credentials
+            )
         self._auth = auth
         self._challenge_auth = auth if isinstance(auth, ChallengeAuth) else None
         if self._challenge_auth is not None:

@@ -117,7 +117,12 @@ class StreamableHTTPTransport:
         connect_timeout = opts.connect_timeout
         read_timeout = DEFAULT_READ_TIMEOUT if opts.read_timeout is None else opts.read_timeout
         max_event_bytes = opts.max_event_bytes
-        endpoint = Endpoint(url, headers=opts.headers, auth=opts.auth)
+        endpoint = Endpoint(
+            url,
+            headers=opts.headers,
+            auth=opts.auth,
+            insecure_credentials=opts.allow_insecure_credentials,
+        )
         self._endpoint = endpoint
         self.name = f"MCP server at {endpoint.name}"
         open_timeout = Timeout(connect=connect_timeout, read=read_timeout, total=None)

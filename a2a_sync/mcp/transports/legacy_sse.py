@@ -88,7 +88,12 @@ class LegacySSETransport:
         endpoint_timeout: float = ENDPOINT_TIMEOUT,
     ) -> None:
         opts = options or HTTPOptions()
-        endpoint = Endpoint(url, headers=opts.headers, auth=opts.auth)
+        endpoint = Endpoint(
+            url,
+            headers=opts.headers,
+            auth=opts.auth,
+            insecure_credentials=opts.allow_insecure_credentials,
+        )
         http = HTTPTransport(
             timeout=Timeout(connect=opts.connect_timeout, read=ACK_TIMEOUT, total=ACK_TIMEOUT),
             max_response_bytes=opts.max_response_bytes,

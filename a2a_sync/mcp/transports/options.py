@@ -28,6 +28,9 @@ class HTTPOptions:
         headers: Extra headers for every request (not the ones MCP itself uses).
         auth: Bearer token, or a callable returning it (asked per request). Sent, with
             ``headers``, only to the endpoint's origin.
+        allow_insecure_credentials: Send ``auth`` (or an ``Authorization``, ``Cookie``
+            or ``X-API-Key`` header) over plain ``http://`` to a host that is not
+            loopback; refused otherwise (docs/security.md). OAuth ignores it.
         connect_timeout: Seconds to connect.
         read_timeout: Longest silence on a response before it counts as dead. ``None``:
             the transport's default (Streamable HTTP: 300 s; the HTTP+SSE event stream,
@@ -41,6 +44,7 @@ class HTTPOptions:
 
     headers: Mapping[str, str] | None = None
     auth: AuthSource | None = None
+    allow_insecure_credentials: bool = False
     connect_timeout: float = CONNECT_TIMEOUT
     read_timeout: float | None = None
     verify: bool | str = True
