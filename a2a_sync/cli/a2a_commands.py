@@ -40,6 +40,7 @@ def client_for(args: argparse.Namespace) -> A2AClient:
         timeout=args.timeout,
         revisions=revisions,
         bindings=bindings,
+        allow_insecure_credentials=args.allow_insecure_credentials,
     )
 
 

@@ -27,7 +27,13 @@ def _mcp_connection(args: argparse.Namespace) -> Any:
         oauth = oauth_for(args)
         if oauth is not None and headers is not None:
             raise ConfigurationError("give --token or --oauth, not both")
-        return http(args.url, headers=headers, auth=oauth, timeout=args.timeout)
+        return http(
+            args.url,
+            headers=headers,
+            auth=oauth,
+            timeout=args.timeout,
+            allow_insecure_credentials=args.allow_insecure_credentials,
+        )
     raise ConfigurationError("give the server with --stdio CMD... or --url URL")
 
 

@@ -57,6 +57,12 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     """How to reach an agent: credentials, protocol revision and binding."""
     parser.add_argument("--token", help="bearer token for the agent")
     parser.add_argument("--api-key", help="API key for the agent")
+    parser.add_argument(
+        "--allow-insecure-credentials",
+        action="store_true",
+        help="send --token/--api-key over plain http:// to a host that is not loopback"
+        " (only on a trusted network; logged as a warning)",
+    )
     parser.add_argument("--revision", choices=("1.0", "0.3"), help="A2A revision to use")
     parser.add_argument(
         "--binding",
@@ -149,6 +155,12 @@ def _mcp_commands(commands: Any) -> None:
         sub = _command(actions, action, cmd_mcp, help_text)
         sub.add_argument("--url", help="Streamable HTTP endpoint")
         sub.add_argument("--token", help="bearer token (HTTP)")
+        sub.add_argument(
+            "--allow-insecure-credentials",
+            action="store_true",
+            help="send --token/--api-key over plain http:// to a host that is not loopback"
+            " (only on a trusted network; logged as a warning)",
+        )
         oauth_arguments(sub)
         sub.add_argument(
             "--stdio",

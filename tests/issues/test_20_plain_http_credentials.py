@@ -281,3 +281,30 @@ def test_push_without_secrets_https_loopback_and_the_opt_in_are_accepted() -> No
     finally:
         assert handler.close(WAIT)
         assert opted.close(WAIT)
+
+
+def test_the_cli_refuses_a_token_over_plain_http_unless_told_otherwise(
+    rsps: responses.RequestsMock, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    from a2a_sync.cli.commands import main
+    from a2a_sync.cli.exits import EXIT_OK
+
+    card_url = "http://cli.internal.example/.well-known/agent-card.json"
+    rsps.add(
+        responses.GET,
+        card_url,
+        json=card_json(("http://cli.internal.example/rpc", "JSONRPC", "1.0")),
+    )
+    refused = main(["card", "http://cli.internal.example", "--token", SECRET], stdout=io.StringIO())
+    assert refused != EXIT_OK
+    assert "allow_insecure_credentials" in capsys.readouterr().err
+    assert all("Authorization" not in c.request.headers for c in rsps.calls)
+    out = io.StringIO()
+    allowed = main(
+        ["card", "http://cli.internal.example", "--token", SECRET, "--allow-insecure-credentials"],
+        stdout=out,
+    )
+    assert allowed == EXIT_OK, capsys.readouterr().err
+    assert rsps.calls[-1].request.url == card_url
