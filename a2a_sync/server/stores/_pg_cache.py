@@ -23,9 +23,9 @@ from ...a2a.accumulate import accumulate
 from ...a2a.types import (
     Message,
     StreamEvent,
+    Task,
     TaskState,
     TaskStatus,
-    Task,
     TaskStatusUpdateEvent,
 )
 from ...errors import (

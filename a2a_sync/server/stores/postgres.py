@@ -25,8 +25,11 @@ events; reads fold the events since. Final states (and creations) are committed 
 before the call returns; intermediate events commit without waiting for the WAL flush
 (:mod:`._pg_tasks`). Reads go to the database (another worker may have written); what
 this process has cached already is not transferred again, and a terminal task cached
-here (it never changes again) is answered without a read: a blocking SendMessage costs
-five statements (claim, creation, three appends), six with a new ``contextId``.
+here (it never changes again) is answered without a read. A blocking send's task,
+created unreported (nobody can name it yet), stays in this worker until its final state
+or a read here, then its row and log are one statement: a blocking SendMessage costs
+two statements (claim, then creation + events + final state, one durable commit), three
+with a new ``contextId``.
 
 See ``docs/scale-out.md`` for deployment, pool sizing and lease settings.
 
