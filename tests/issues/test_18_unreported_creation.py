@@ -259,8 +259,17 @@ def test_a_creation_whose_final_state_fails_in_its_batch_keeps_its_row(tmp_path:
 
 
 def test_the_unreported_creation_contract_on_every_store(medium: Medium) -> None:  # noqa: F811
-    """Created unreported, then completed: read back as completed, durable on the medium."""
+    """Created unreported, then completed: read back as completed, durable on the medium.
+    A read makes the creation durable first; PostgreSQL writes nothing before (the task
+    is kept in the worker until its final state or a read)."""
     store: TaskStore = medium.store
+    store.create_unreported_task(new_task("t0"), principal="p")
+    store.append_event("t0", status("t0", TaskState.working))
+    if medium.kind == "postgres":
+        assert medium.durable_states(["t0"]) == {}
+    assert store.get_task("t0", principal="p") is not None
+    durable = medium.durable_states(["t0"])["t0"]
+    assert durable in {TaskState.submitted.value, TaskState.working.value}
     created = store.create_unreported_task(new_task("t1"), principal="p")
     assert created.seq == 1
     store.append_event("t1", status("t1", TaskState.working))

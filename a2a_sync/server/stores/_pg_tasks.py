@@ -9,6 +9,7 @@ the events stored after the snapshot.
 
 from __future__ import annotations
 
+import struct
 import threading
 from typing import Final
 
@@ -33,6 +34,8 @@ __all__ = [
     "Record",
     "Row",
     "TaskRows",
+    "Unsaved",
+    "bytea_array",
     "fold",
     "load_event",
     "load_task",
@@ -52,6 +55,7 @@ SNAPSHOT_INTERVAL: Final = 32
 
 # Prepared on every pooled connection (see _pg_db): the statements of every request.
 _CREATE: Final = "a2a_create"
+_CREATE_LOGGED: Final = "a2a_create_logged"
 _APPEND: Final = "a2a_append"
 _APPEND_SNAPSHOT: Final = "a2a_append_snapshot"
 _APPEND_SNAPSHOT_IF_WORKER: Final = "a2a_append_snapshot_if_worker"
@@ -82,6 +86,19 @@ STATEMENTS: Final = {
         " RETURNING task_id)"
         " SELECT pg_notify($9::text, $10::text) FROM e"
     ),
+    # A task created unreported (TaskStore.create_unreported_task), written when it is
+    # first shown or reaches its final state: its row as of $6 and its whole log (events
+    # 1..$6, one bytea[] in binary form) in one statement, one durable commit, and one
+    # notification for the last event (a listener reads the log from where it is).
+    _CREATE_LOGGED: (
+        "WITH t AS (INSERT INTO a2a_tasks (id, principal, context_id, state, status_micros,"
+        " seq, worker, snapshot, snapshot_seq) VALUES ($1::text, $2::text, $3::text,"
+        " $4::text, $5::bigint, $6::integer, $7::text, $8::bytea, $6::integer)"
+        " ON CONFLICT (id) DO NOTHING RETURNING id),"
+        " e AS (INSERT INTO a2a_events (task_id, seq, event) SELECT t.id, u.n::integer,"
+        " u.event FROM t, unnest($9::bytea[]) WITH ORDINALITY AS u(event, n))"
+        " SELECT pg_notify($10::text, $11::text) FROM t"
+    ),
     _APPEND: _APPEND_SQL.format(snapshot="", condition=""),
     _APPEND_SNAPSHOT: _APPEND_SQL.format(snapshot=_SNAPSHOT, condition=""),
     _APPEND_SNAPSHOT_IF_WORKER: _APPEND_SQL.format(
@@ -110,18 +127,24 @@ PENDING: Final = (
 _EVENTS: Final = "SELECT seq, event FROM a2a_events WHERE task_id = %s AND seq > %s ORDER BY seq"
 
 
+#: An event of a task not written yet: its seq, the event and its stored form.
+Unsaved = tuple[int, StreamEvent, bytes]
+
+
 class Record:
     """A task cached by this process: ``state`` is ``(task, seq)``, replaced as one tuple;
     ``lock`` orders this process's appends to the task; ``stored_seq`` is where the stored
-    snapshot was known to be (never ahead of it)."""
+    snapshot was known to be (never ahead of it). ``unsaved``: the log of a task created
+    unreported and not written yet (from event 1, the creation), else None."""
 
-    __slots__ = ("lock", "principal", "state", "stored_seq")
+    __slots__ = ("lock", "principal", "state", "stored_seq", "unsaved")
 
     def __init__(self, task: Task, seq: int, principal: str, stored_seq: int) -> None:
         self.state = (task, seq)
         self.principal = principal
         self.stored_seq = stored_seq
         self.lock = threading.Lock()
+        self.unsaved: list[Unsaved] | None = None
 
 
 @attrs.frozen
@@ -169,6 +192,36 @@ class TaskRows:
                     b'{"task":' + snapshot + b"}",  # the StreamResponse form of the Task
                     task_channel(task.id),
                     event_payload(1, self._worker_id, task.id),
+                ),
+            )
+        )
+
+    def create_logged(
+        self, folded: Task, principal: str, log: list[Unsaved], worker: str | None
+    ) -> bool:
+        """Insert a task created unreported, as ``folded`` (its state after the last event
+        of ``log``, which runs from event 1), and its whole log, durably, in one
+        statement; False when the id exists (nothing was written).
+
+        Raises:
+            InternalError: The database failed (nothing was written, or all of it).
+        """
+        seq = log[-1][0]
+        return bool(
+            self._db.execute_prepared(
+                _CREATE_LOGGED,
+                (
+                    folded.id,
+                    principal,
+                    folded.context_id,
+                    folded.status.state.value,
+                    micros_of(status_time(folded)),
+                    seq,
+                    worker,
+                    task_blob(folded),
+                    bytea_array([blob for _, _, blob in log]),
+                    task_channel(folded.id),
+                    event_payload(seq, self._worker_id, folded.id),
                 ),
             )
         )
@@ -236,6 +289,16 @@ class TaskRows:
         """The log after ``after_seq``, in order."""
         rows = self._db.query(_EVENTS, (task_id, after_seq), binary=True)
         return [(seq, load_event(blob)) for seq, blob in rows]
+
+
+def bytea_array(blobs: list[bytes]) -> bytes:
+    """A one-dimensional ``bytea[]`` without NULLs in PostgreSQL's binary form (the header:
+    dimensions, has-nulls flag, element type oid 17, length, lower bound 1; then each
+    element as its length and bytes)."""
+    parts = [struct.pack("!iiiii", 1, 0, 17, len(blobs), 1)]
+    for blob in blobs:
+        parts += (struct.pack("!i", len(blob)), blob)
+    return b"".join(parts)
 
 
 def _int(value: bytes | None) -> int:

@@ -25,8 +25,11 @@ events; reads fold the events since. Final states (and creations) are committed 
 before the call returns; intermediate events commit without waiting for the WAL flush
 (:mod:`._pg_tasks`). Reads go to the database (another worker may have written); what
 this process has cached already is not transferred again, and a terminal task cached
-here (it never changes again) is answered without a read: a blocking SendMessage costs
-five statements (claim, creation, three appends), six with a new ``contextId``.
+here (it never changes again) is answered without a read. A blocking send's task,
+created unreported (nobody can name it yet), stays in this worker until its final state
+or a read here, then its row and log are one statement: a blocking SendMessage costs
+two statements (claim, then creation + events + final state, one durable commit), three
+with a new ``contextId``.
 
 See ``docs/scale-out.md`` for deployment, pool sizing and lease settings.
 
@@ -225,11 +228,22 @@ class PostgresTaskStore(TaskStore):
         self._router.publish(task.id, 1, task)
         return StoredTask(task, 1, principal)
 
+    def create_unreported_task(self, task: Task, *, principal: str) -> StoredTask:
+        """Keep the task in this worker until its final state, or until anyone reads it:
+        then its creation and events are written in one statement (one durable commit).
+        Another worker does not see it before (nobody can name it: the caller learns the
+        id only from an answer read after the write)."""
+        self._check_open()
+        if is_final(task):
+            return self.create_task(task, principal=principal)
+        return self._cache.create_unreported(task, principal)
+
     def append_event(self, task_id: str, event: StreamEvent) -> StoredTask:
         self._check_open()
         return self._cache.append(task_id, event)
 
     def get_task(self, task_id: str, *, principal: str | None) -> StoredTask | None:
+        self._cache.reveal(task_id)
         record = self._cache.cached(task_id)
         if record is not None and record.state[0].status.state.is_terminal:
             # A terminal task never changes again: what this worker cached is what is stored.
@@ -244,12 +258,14 @@ class PostgresTaskStore(TaskStore):
         return StoredTask(row.task, row.seq, row.principal)
 
     def events_after(self, task_id: str, after_seq: int) -> list[LogEntry]:
+        self._cache.reveal(task_id)
         return self._rows.events_after(task_id, after_seq)
 
     def subscribe(self, task_id: str, *, after_seq: int) -> Subscription:
         return self._router.subscribe(task_id, after_seq, self.events_after)
 
     def list_tasks(self, params: ListTasksParams, *, principal: str) -> ListTasksResult:
+        self._cache.reveal(None)
         where, args = sql_task_filters(params, principal, "%s")
         # Only the constant clauses above are joined in; values are bound parameters.
         total = self._query(f"SELECT count(*) FROM a2a_tasks WHERE {' AND '.join(where)}", args)  # noqa: S608
