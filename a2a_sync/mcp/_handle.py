@@ -7,7 +7,7 @@ sees its connection only through :class:`Connected`.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..errors import ConfigurationError
 from . import types as t
@@ -68,6 +68,25 @@ class Handle:
         """The ``ttlMs`` cache (modern era only; legacy servers send no hints)."""
         conn = self._conn
         return conn.catalog.cache if conn.session.era == "modern" else None
+
+    def _require(self, capability: str, method: str, *, feature: str | None = None) -> None:
+        """Refuse ``method`` before sending it when the server did not declare
+        ``capability`` (``feature``: a flag inside it that must be ``true``, e.g.
+        ``resources.subscribe``): both parties use only negotiated capabilities."""
+        declared: Any = getattr(self._conn.server_info.capabilities, capability)
+        needed = capability
+        if declared is not None and feature is not None:
+            needed = f"{capability}.{feature}"
+            declared = declared.get(feature) is True or None
+        if declared is None:
+            name = self._conn.server_info.name
+            server = self._conn.session.transport.name + (f" ({name!r})" if name else "")
+            raise ConfigurationError(
+                f"{method} not sent: the {server} did not declare the {needed!r} "
+                f"capability, and a client uses only negotiated capabilities; "
+                f"check client.server_info.capabilities.{capability} first (or enable "
+                f"{needed} on the server)"
+            )
 
     def _legacy_only(self, method: str, instead: str) -> None:
         if self._conn.session.era == "modern":

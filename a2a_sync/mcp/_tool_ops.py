@@ -42,7 +42,12 @@ class ToolOperations(Handle):
             DeadlineExceeded: The listing took longer than the timeout (all pages).
             ProtocolError: The server's paging is broken (a cursor that is not a string,
                 or one handed out twice: a cycle); the message names the server.
+
+        Returns ``[]`` without asking when the server does not declare the ``tools``
+        capability (like :meth:`list_resources`).
         """
+        if self._conn.server_info.capabilities.tools is None:
+            return []
         tools = list_all(
             self._conn.session,
             self._cache(),
@@ -86,7 +91,8 @@ class ToolOperations(Handle):
             max_timeout: ...but never wait longer than this in total (default 10 x timeout).
 
         Raises:
-            ConfigurationError: ``arguments`` is not a dict or None (names its JSON type).
+            ConfigurationError: ``arguments`` is not a dict or None (names its JSON type),
+                or the server did not declare ``tools`` (nothing is sent).
             DeadlineExceeded: No answer in time (the server is told to cancel).
             ToolOutputError: The structured content breaks the tool's ``outputSchema``.
             RPCError: The server answered with a JSON-RPC error.
@@ -125,6 +131,7 @@ class ToolOperations(Handle):
         inline: bool,
     ) -> ToolCall:
         """``start_tool_call``; ``inline``: the result is waited for next, on this thread."""
+        self._require("tools", f"call_tool {name!r}")
         if arguments is not None and not isinstance(arguments, Mapping):
             raise ConfigurationError(
                 f"tool arguments must be a JSON object (dict) or None, got "

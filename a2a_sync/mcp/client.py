@@ -82,9 +82,14 @@ class MCPClient(ToolOperations):
         """Ask the server for log messages at ``level`` and above (delivered to the
         connection's ``logging_callback``). Legacy: ``logging/setLevel``; modern: the
         level rides every later request's ``_meta``.
+
+        Raises:
+            ConfigurationError: Unknown level, or the server did not declare ``logging``
+                (nothing is sent).
         """
         if level not in LOGGING_LEVELS:
             raise ConfigurationError(f"unknown log level {level!r}")
+        self._require("logging", "set_logging_level")
         session = self._conn.session
         if session.era == "modern":
             session.set_log_level(level)
@@ -145,7 +150,9 @@ class MCPClient(ToolOperations):
 
         Raises:
             ResourceNotFound: (legacy servers) or InvalidParams (modern) for unknown URIs.
+            ConfigurationError: The server did not declare ``resources`` (nothing is sent).
         """
+        self._require("resources", f"read_resource {uri!r}")
         conn = self._conn
         cache = self._cache()
         raw = cache.get("resources/read", uri) if cache is not None and not refresh else None
@@ -173,9 +180,11 @@ class MCPClient(ToolOperations):
         in 2026-07-28 use :meth:`listen`).
 
         Raises:
-            ConfigurationError: The connection is in the modern era.
+            ConfigurationError: The connection is in the modern era, or the server did not
+                declare ``resources.subscribe`` (nothing is sent).
         """
         self._legacy_only("resources/subscribe", "listen(resource_uris=[...])")
+        self._require("resources", "subscribe_resource", feature="subscribe")
         self._conn.session.request(
             "resources/subscribe",
             {"uri": uri},
@@ -184,8 +193,9 @@ class MCPClient(ToolOperations):
         )
 
     def unsubscribe_resource(self, uri: str, *, timeout: float | None = None) -> None:
-        """Undo :meth:`subscribe_resource` (legacy era)."""
+        """Undo :meth:`subscribe_resource` (legacy era; refused like it)."""
         self._legacy_only("resources/unsubscribe", "closing the listen() subscription")
+        self._require("resources", "unsubscribe_resource", feature="subscribe")
         self._conn.session.request(
             "resources/unsubscribe",
             {"uri": uri},
@@ -220,7 +230,12 @@ class MCPClient(ToolOperations):
         *,
         timeout: float | None = None,
     ) -> t.GetPromptResult:
-        """Render a prompt with string ``arguments``."""
+        """Render a prompt with string ``arguments``.
+
+        Raises:
+            ConfigurationError: The server did not declare ``prompts`` (nothing is sent).
+        """
+        self._require("prompts", f"get_prompt {name!r}")
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
@@ -243,7 +258,13 @@ class MCPClient(ToolOperations):
         timeout: float | None = None,
     ) -> t.Completion:
         """Suggestions for ``argument`` of a prompt or resource template, given the
-        partial ``value`` and already-chosen ``context`` arguments."""
+        partial ``value`` and already-chosen ``context`` arguments.
+
+        Raises:
+            ConfigurationError: The server did not declare ``completions`` (nothing is
+                sent; a 2025-11-25 client only uses negotiated capabilities).
+        """
+        self._require("completions", "complete")
         params: dict[str, Any] = {
             "ref": _codec.unstructure(ref),
             "argument": {"name": argument, "value": value},
@@ -280,7 +301,8 @@ class MCPClient(ToolOperations):
 
         Raises:
             ConfigurationError: The connection is in the legacy era (use the list-changed
-                callbacks and :meth:`subscribe_resource`).
+                callbacks and :meth:`subscribe_resource`), or a kind is asked for whose
+                capability the server did not declare (nothing is sent).
             DeadlineExceeded: No acknowledgement in time.
         """
         session = self._conn.session
@@ -298,6 +320,13 @@ class MCPClient(ToolOperations):
             wanted["resourcesListChanged"] = True
         if resource_uris:
             wanted["resourceSubscriptions"] = list(resource_uris)
+        for kind, asked in (
+            ("tools", tools),
+            ("prompts", prompts),
+            ("resources", resources or bool(resource_uris)),
+        ):
+            if asked:
+                self._require(kind, f"listen({kind}...)")
         return Subscription.open(session, wanted, self._t(timeout))
 
     def clear_cache(self) -> None:

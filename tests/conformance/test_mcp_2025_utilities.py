@@ -145,7 +145,6 @@ def test_completion_request_names_the_reference_argument_and_context(tmp_path: P
 
 
 @requirement("mcp-2025-11-25-§completion-only-when-declared")
-@pytest.mark.known_failure
 def test_completion_is_not_asked_of_a_server_without_the_capability(tmp_path: Path) -> None:
     """A server that did not declare ``completions`` is not sent ``completion/complete``
     (both parties use only negotiated capabilities)."""
@@ -161,7 +160,6 @@ def test_completion_is_not_asked_of_a_server_without_the_capability(tmp_path: Pa
 
 
 @requirement("mcp-2025-11-25-§logging-explicit-set-level-only-when-declared")
-@pytest.mark.known_failure
 def test_an_explicit_set_level_is_not_sent_to_a_server_without_logging(tmp_path: Path) -> None:
     """``set_logging_level()`` on a connection whose server did not declare ``logging``
     sends no ``logging/setLevel``."""

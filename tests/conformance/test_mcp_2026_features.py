@@ -303,7 +303,11 @@ class HoldingServer:
                     self.gone.set()
                     return
             return
-        result = {"resultType": "complete", "supportedVersions": [MODERN], "capabilities": {}}
+        result = {
+            "resultType": "complete",
+            "supportedVersions": [MODERN],
+            "capabilities": {"tools": {}},
+        }
         if "id" in message:
             respond_json(sock, {"jsonrpc": "2.0", "id": message["id"], "result": result})
         else:
