@@ -207,10 +207,13 @@ class TaskWrites:
                     self._evict()
 
         def failed(exc: BaseException) -> None:  # on the writer thread, before later ops
-            # Nobody waits, or entries the cache has are lost with it: later writes and
-            # appends of the task fail.
-            if not wait or hidden or len(rows) > 1:
+            if not wait or hidden:  # nobody waits: later writes and appends of the task fail
                 record.broken = exc
+            elif len(rows) > 1:  # the entries that rode along are written on their own
+                with self._lock:
+                    record.unwritten[:0] = rows[:-1]
+                    if record.hidden is None:  # (else once the creation is committed)
+                        self._enqueue_rows(record, task, [], wait=False, snapshot=False)
 
         # The events of a task nobody was told of yet wait for its creation's commit.
         urgent = not wait and record.hidden is None
