@@ -1,8 +1,7 @@
 """The SQLite store's idempotency claims and conversation owners.
 
 Internal to :mod:`a2a_sync.server.stores.sqlite`. Both are written without waiting (they
-ride with the request's task creation), the rows queued meanwhile sharing one write;
-recent ones are remembered in memory. While every
+ride with the request's task creation); recent ones are remembered in memory. While every
 claim of the file fits in memory (loaded on opening, none forgotten since), a new message
 id is known to be new without a lookup in the file.
 """

@@ -18,9 +18,7 @@ Nobody is told a creation or a final state before it is committed: the cache tak
 it. A creation nobody was told of yet (:meth:`create_unreported_task`, a blocking send's
 run) is not waited for: it rides in the transaction of the task's final state, unless a
 read (``get_task``, ``events_after``, ``list_tasks``) commits it first; subscribers hear
-of the task only once it is committed. Its events until then are not queued one by one:
-the task's next write (the final state's, or one queued once the creation is committed)
-writes them in one statement. A write that fails fails its own caller only
+of the task only once it is committed. A write that fails fails its own caller only
 (each write has its own savepoint in the shared transaction) and leaves the cache as the
 file is.
 
@@ -87,9 +85,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_CACHE_SIZE: Final = 4096
 #: How long close() waits for the writer thread to commit what is queued.
 CLOSE_TIMEOUT: Final = 10.0
-#: Page cache of the write connection, KiB (SQLite's default is 2,000): a commit then
-#: finds the B-tree pages it changes in memory instead of reading them from the file.
-WRITER_CACHE_KIB: Final = 16384
 
 _RUNNING: Final = (TaskState.submitted, TaskState.working)
 
@@ -131,7 +126,6 @@ class SQLiteTaskStore(TaskWrites, TaskStore):
         self._closed = False
         try:
             writer_db = self._connect()
-            writer_db.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
             writer_db.executescript(SCHEMA)
             self._reader_db = self._connect()
         except sqlite3.Error as exc:
