@@ -33,6 +33,7 @@ class TaskRecord:
         "saved",
         "snapshot_queued",
         "task",
+        "unwritten",
     )
 
     def __init__(self, task: Task, principal: str, base: int, saved: int | None = None) -> None:
@@ -52,6 +53,10 @@ class TaskRecord:
         # it is committed, readers commit it first and subscribers hear nothing of the
         # task; it stays set when that write failed (the task never existed).
         self.hidden: WriteOp | None = None
+        # Log entries ``(seq, blob)`` of a hidden task not queued yet: nobody can read
+        # them before its creation is committed, so they ride in the task's next op
+        # (its final state's, or the one queued once the creation is committed).
+        self.unwritten: list[tuple[int, bytes]] = []
         # An intermediate write failed: the file's log lacks an event the cache has, so
         # later writes of the task fail (the writer checks, in order) and appends are
         # refused; the task is settled by the next start's orphan check.

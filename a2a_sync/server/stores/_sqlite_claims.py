@@ -24,6 +24,10 @@ __all__ = ["CLAIM_CACHE_SIZE", "Claims"]
 CLAIM_CACHE_SIZE: Final = 65536
 
 
+_CLAIM: Final = "INSERT OR IGNORE INTO a2a_claims (principal, message_id, task_id) VALUES (?, ?, ?)"
+_CONTEXT: Final = "INSERT OR IGNORE INTO a2a_contexts (context_id, principal) VALUES (?, ?)"
+
+
 class Claims:
     """``put(op)`` queues a write; ``read(sql, args)`` returns rows."""
 
@@ -35,6 +39,7 @@ class Claims:
         self._lock = threading.Lock()
         self._claims: Bounded[tuple[str, str], str] = Bounded(CLAIM_CACHE_SIZE)
         self._contexts: Bounded[str, str] = Bounded(CLAIM_CACHE_SIZE)
+        self._rows: list[tuple[str, tuple[str, ...]]] | None = None  # of the op queued
         rows = read(
             "SELECT principal, message_id, task_id FROM a2a_claims LIMIT ?",
             (CLAIM_CACHE_SIZE + 1,),
@@ -58,15 +63,7 @@ class Claims:
             if existing is not None:
                 return str(existing)
             self._claims.set(key, task_id)
-
-            def write(db: sqlite3.Connection) -> None:
-                db.execute(
-                    "INSERT OR IGNORE INTO a2a_claims (principal, message_id, task_id)"
-                    " VALUES (?, ?, ?)",
-                    (principal, message_id, task_id),
-                )
-
-            self._put(WriteOp(write, wait=False, urgent=False))  # (rides with the task)
+            self._queue(_CLAIM, (principal, message_id, task_id))
         return None
 
     def bind(self, context_id: str, principal: str) -> None:
@@ -75,12 +72,22 @@ class Claims:
         key = context_key(principal, context_id)
         with self._lock:
             if self._contexts.get(key) is None:
-
-                def write(db: sqlite3.Connection) -> None:
-                    db.execute(
-                        "INSERT OR IGNORE INTO a2a_contexts (context_id, principal) VALUES (?, ?)",
-                        (key, principal),
-                    )
-
-                self._put(WriteOp(write, wait=False, urgent=False))  # (rides with the task)
+                self._queue(_CONTEXT, (key, principal))
             self._contexts.set(key, principal)
+
+    def _queue(self, sql: str, args: tuple[str, ...]) -> None:
+        """Queue one row's insert (lock held): rows queued until the op runs share it
+        (a request's claim and context, usually), which rides with the task's creation."""
+        if self._rows is None:
+            rows: list[tuple[str, tuple[str, ...]]] = []
+            self._rows = rows
+
+            def write(db: sqlite3.Connection) -> None:  # (may run twice: see BatchWriter)
+                with self._lock:
+                    if self._rows is rows:  # later rows go to the next op
+                        self._rows = None
+                for statement, values in rows:
+                    db.execute(statement, values)
+
+            self._put(WriteOp(write, wait=False, urgent=False))
+        self._rows.append((sql, args))

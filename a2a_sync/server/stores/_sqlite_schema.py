@@ -25,6 +25,7 @@ __all__ = [
     "SCHEMA",
     "SNAPSHOT_EVERY",
     "insert_event",
+    "insert_events",
     "load_task_row",
     "orphan_failure",
     "save_snapshot",
@@ -103,6 +104,21 @@ def insert_event(db: sqlite3.Connection, task_id: str, seq: int, blob: bytes) ->
         if seq == 1 and db.execute("SELECT 1 FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone():
             raise ConfigurationError(f"task {task_id!r} exists already") from exc
         raise
+
+
+def insert_events(db: sqlite3.Connection, task_id: str, rows: list[tuple[int, bytes]]) -> None:
+    """Append log entries ``(seq, blob)`` (none of them the creation) in one statement.
+
+    Raises:
+        sqlite3.Error: The write failed.
+    """
+    if len(rows) == 1:
+        insert_event(db, task_id, *rows[0])
+        return
+    db.executemany(
+        "INSERT INTO a2a_events (task_id, seq, event) VALUES (?, ?, ?)",
+        [(task_id, seq, blob) for seq, blob in rows],
+    )
 
 
 def save_snapshot(db: sqlite3.Connection, task: Task, seq: int, principal: str) -> None:

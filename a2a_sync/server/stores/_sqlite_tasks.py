@@ -17,7 +17,7 @@ from ...a2a.types import StreamEvent, Task
 from ...errors import A2ASyncError, InternalError, TaskNotFound
 from ..events import EventBroker
 from ._sqlite_cache import TaskCache, TaskRecord
-from ._sqlite_schema import insert_event, load_task_row, save_snapshot
+from ._sqlite_schema import insert_events, load_task_row, save_snapshot
 from ._sqlite_writer import DURABLE_WRITE_TIMEOUT, BatchWriter, WriteOp
 
 __all__ = ["TaskWrites"]
@@ -86,6 +86,8 @@ class TaskWrites:
         task_id = record.task.id
         for i, event in enumerate(record.events):
             self._broker.publish(task_id, record.base + i + 1, event)
+        if record.unwritten:  # its events since the creation (no final state yet)
+            self._enqueue_rows(record, record.task, [], wait=False, snapshot=False)
 
     def _evict(self) -> None:
         for record in self._cache.evict():  # (lagging snapshots first: they go next time)
@@ -159,6 +161,26 @@ class TaskWrites:
     ) -> WriteOp:
         """Queue the log entry ``seq`` (and, with ``snapshot``, the task's row) (lock held).
         ``hidden``: an unreported creation, revealed once committed."""
+        return self._enqueue_rows(
+            record, task, [(seq, blob)], wait=wait, snapshot=snapshot, hidden=hidden
+        )
+
+    def _enqueue_rows(
+        self,
+        record: TaskRecord,
+        task: Task,
+        rows: list[tuple[int, bytes]],
+        *,
+        wait: bool,
+        snapshot: bool,
+        hidden: bool = False,
+    ) -> WriteOp:
+        """Queue the record's unwritten log entries, then ``rows`` (lock held); with
+        ``snapshot``, the task's row (``task``, at the last entry's seq) too."""
+        if record.unwritten:
+            rows = record.unwritten + rows
+            record.unwritten = []
+        seq = rows[-1][0]
         task_id = task.id
         principal = record.principal
         writer = self._writer
@@ -170,7 +192,7 @@ class TaskWrites:
                 raise InternalError(
                     f"task store: an earlier write of task {task_id!r} failed"
                 ) from record.broken
-            insert_event(db, task_id, seq, blob)
+            insert_events(db, task_id, rows)
             if snapshot and not writer.superseded(task_id, seq):  # (else: in this commit)
                 save_snapshot(db, task, seq, principal)
 
@@ -187,6 +209,11 @@ class TaskWrites:
         def failed(exc: BaseException) -> None:  # on the writer thread, before later ops
             if not wait or hidden:  # nobody waits: later writes and appends of the task fail
                 record.broken = exc
+            elif len(rows) > 1:  # the entries that rode along are written on their own
+                with self._lock:
+                    record.unwritten[:0] = rows[:-1]
+                    if record.hidden is None:  # (else once the creation is committed)
+                        self._enqueue_rows(record, task, [], wait=False, snapshot=False)
 
         # The events of a task nobody was told of yet wait for its creation's commit.
         urgent = not wait and record.hidden is None

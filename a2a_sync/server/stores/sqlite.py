@@ -190,6 +190,11 @@ class SQLiteTaskStore(TaskWrites, TaskStore):
             folded = accumulate(record.task, event)
             seq = record.seq + 1
             snapshot = durable or seq - record.snapshot_queued >= SNAPSHOT_EVERY
+            if record.hidden is not None and not snapshot:  # rides in the task's next op
+                record.unwritten.append((seq, blob))
+                record.task = folded
+                record.events.append(event)
+                return StoredTask(folded, seq, record.principal)
             op = self._enqueue_event(record, folded, seq, blob, wait=durable, snapshot=snapshot)
             if not durable:
                 record.task = folded
