@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import base64
 import re
-import threading
-from collections.abc import Collection, Hashable, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Final, Literal
 
 from ..errors import (
@@ -36,6 +35,7 @@ from ..errors import (
 )
 from . import _codec
 from . import types as t
+from .transports.era_cache import ERA_CACHE, Era, EraCache
 
 __all__ = [
     "DISCOVER_TIMEOUT",
@@ -50,7 +50,6 @@ __all__ = [
     "mirror_headers",
 ]
 
-Era = Literal["legacy", "modern"]
 #: ``"auto"``, ``"legacy"``, ``"modern"``, or an exact revision to pin.
 EraSetting = str
 
@@ -350,39 +349,6 @@ def mirror_headers(
                 text = str(value)
             headers[f"Mcp-Param-{header}"] = encode_header_value(text)
     return headers
-
-
-# --- the per-process era cache ------------------------------------------------------------
-
-
-class EraCache:
-    """Remembers which era each server speaks, keyed by ``Transport.era_key``.
-
-    Thread-safe. Only consulted by ``era="auto"``; a pinned era ignores it.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._eras: dict[Hashable, Era] = {}
-
-    def get(self, key: Hashable) -> Era | None:
-        """The cached era for ``key``, if any."""
-        with self._lock:
-            return self._eras.get(key)
-
-    def put(self, key: Hashable, era: Era) -> None:
-        """Remember ``era`` for ``key``."""
-        with self._lock:
-            self._eras[key] = era
-
-    def clear(self) -> None:
-        """Forget every verdict (e.g. after upgrading a server)."""
-        with self._lock:
-            self._eras.clear()
-
-
-#: The process-wide cache used by ``era="auto"``.
-ERA_CACHE: Final = EraCache()
 
 
 def _implementation(value: Any) -> t.Implementation | None:

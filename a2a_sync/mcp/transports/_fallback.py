@@ -14,10 +14,10 @@ from collections.abc import Hashable
 
 from ..._net.http import HTTPTransport
 from ...errors import A2ASyncError, HTTPStatusError, ProtocolError, TransportError
-from .. import eras
 from . import MessageSink
 from ._httpbase import Endpoint
 from ._streams import Exchange
+from .era_cache import ERA_CACHE
 from .legacy_sse import LegacySSETransport
 
 __all__ = ["SSEFallback", "sse_marker"]
@@ -69,7 +69,7 @@ class SSEFallback:
             The started transport; ``None`` when the endpoint is not remembered that way,
             or no longer serves HTTP+SSE (then Streamable HTTP is used).
         """
-        if eras.ERA_CACHE.get(sse_marker(self._endpoint.era_key)) != "legacy":
+        if ERA_CACHE.get(sse_marker(self._endpoint.era_key)) != "legacy":
             return None
         legacy = self._legacy()
         try:
@@ -105,7 +105,7 @@ class SSEFallback:
 
     def remember(self) -> None:
         """Note in the era cache that the endpoint speaks HTTP+SSE."""
-        eras.ERA_CACHE.put(sse_marker(self._endpoint.era_key), "legacy")
+        ERA_CACHE.put(sse_marker(self._endpoint.era_key), "legacy")
 
     def _legacy(self) -> LegacySSETransport:
         return LegacySSETransport.borrowing(
