@@ -65,7 +65,8 @@ class GRPCServer:
             A2A requires TLS in production, spec §10.1).
         public_address: The ``host:port`` clients should dial, for the card.
 
-    **Threads:** pool threads are named ``a2a-sync-grpc-N`` and joined by :meth:`stop`.
+    **Threads:** pool threads are named ``a2a-sync-grpc_N`` (ThreadPoolExecutor's naming)
+    and joined by :meth:`stop`.
     """
 
     def __init__(
