@@ -9,6 +9,7 @@ Sections are those of the A2A 0.3.0 specification (a2aproject/A2A tag ``v0.3.0``
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,10 +18,12 @@ import pytest
 import requests
 
 from a2a_sync import errors
-from a2a_sync.client import A2AClient
+from a2a_sync.client import A2AClient, BearerToken
 from a2a_sync.server import A2AApplication, serve_in_thread
 from a2a_sync.server.auth import BearerTokens
+from tests.peers.fixtures import AGENT_TOKEN
 from tests.server.agents import card
+from tests.support.servers import RecordedRequest, ScriptedServer, respond_json
 
 from .a2a_wire import WAIT, error_code, post, rpc, user03
 from .agents import ConformanceAgent, own_app
@@ -158,3 +161,48 @@ def test_the_0_3_client_raises_a_typed_error_for_each_a2a_error(agent: Conforman
                 client.list_push_configs(done.id)
             with pytest.raises(errors.UnsupportedOperation):
                 list(client.subscribe(done.id))
+
+
+def _task03(sock: socket.socket, request: RecordedRequest) -> None:
+    """Answer any 0.3 JSON-RPC call with a completed 0.3 task, echoing the request id."""
+    task = {
+        "kind": "task",
+        "id": "t-1",
+        "contextId": "c-1",
+        "status": {"state": "completed"},
+    }
+    respond_json(sock, {"jsonrpc": "2.0", "id": request.json()["id"], "result": task})
+
+
+@requirement("a2a-0.3-§3.2.1-client-jsonrpc-requests")
+def test_the_0_3_client_posts_jsonrpc_2_requests_as_application_json() -> None:
+    """Each 0.3 call is an HTTP POST to the endpoint whose body is a JSON-RPC 2.0 request
+    object (``jsonrpc: "2.0"``, a string or number id, the method, params) sent as
+    ``application/json``; successive calls use distinct ids."""
+    with ScriptedServer(_task03) as server:
+        with A2AClient(server.url + "/rpc", revision="0.3") as client:
+            client.send_message("hello")
+            client.get_task("t-1")
+        sent = server.wait_for_requests(2)
+    bodies = [request.json() for request in sent]
+    for request, body in zip(sent, bodies, strict=True):
+        assert (request.method, request.path) == ("POST", "/rpc")
+        assert request.headers["Content-Type"].split(";")[0].strip() == "application/json"
+        assert body["jsonrpc"] == "2.0"
+        assert isinstance(body["id"], (str, int)) and not isinstance(body["id"], bool)
+        assert isinstance(body["params"], dict)
+    assert [body["method"] for body in bodies] == ["message/send", "tasks/get"]
+    assert bodies[0]["id"] != bodies[1]["id"]
+
+
+@requirement("a2a-0.3-§7.10-client-authenticates-extended-card")
+def test_the_0_3_client_authenticates_the_extended_card_request(own_server: str) -> None:
+    """agent/getAuthenticatedExtendedCard carries the client's credentials: the server
+    (whose extended card needs ``Bearer test-token``) serves it to a client holding the
+    token and refuses the same call without it."""
+    with A2AClient(own_server, revision="0.3", credentials=BearerToken(AGENT_TOKEN)) as client:
+        assert client.get_extended_card().name == "Test agent (extended)"
+    with A2AClient(own_server, revision="0.3") as anonymous:
+        with pytest.raises(errors.HTTPStatusError) as refused:
+            anonymous.get_extended_card()
+    assert refused.value.status_code == 401
