@@ -21,6 +21,7 @@ from a2a_sync import errors
 from a2a_sync.client import A2AClient, BearerToken
 from a2a_sync.server import A2AApplication, serve_in_thread
 from a2a_sync.server.auth import BearerTokens
+from a2a_sync.types import Task
 from tests.peers.fixtures import AGENT_TOKEN
 from tests.server.agents import card
 from tests.support.servers import RecordedRequest, ScriptedServer, respond_json
@@ -150,17 +151,18 @@ def test_the_0_3_client_raises_a_typed_error_for_each_a2a_error(agent: Conforman
     """The 0.3 client turns the A2A error codes the server answers into their typed
     errors: -32001 TaskNotFound, -32002 TaskNotCancelable, -32003
     PushNotificationNotSupported, -32004 UnsupportedOperation (streaming undeclared)."""
-    with serve_in_thread(own_app(agent, streaming=False, push=False)) as url:
-        with A2AClient(url + "/", revision="0.3") as client:
-            with pytest.raises(errors.TaskNotFound):
-                client.get_task("no-such-task")
-            done = client.send_message("hello")
-            with pytest.raises(errors.TaskNotCancelable):
-                client.cancel_task(done.id)
-            with pytest.raises(errors.PushNotificationNotSupported):
-                client.list_push_configs(done.id)
-            with pytest.raises(errors.UnsupportedOperation):
-                list(client.subscribe(done.id))
+    app = own_app(agent, streaming=False, push=False)
+    with serve_in_thread(app) as url, A2AClient(url + "/", revision="0.3") as client:
+        with pytest.raises(errors.TaskNotFound):
+            client.get_task("no-such-task")
+        done = client.send_message("hello")
+        assert isinstance(done, Task)
+        with pytest.raises(errors.TaskNotCancelable):
+            client.cancel_task(done.id)
+        with pytest.raises(errors.PushNotificationNotSupported):
+            client.list_push_configs(done.id)
+        with pytest.raises(errors.UnsupportedOperation):
+            list(client.subscribe(done.id))
 
 
 def _task03(sock: socket.socket, request: RecordedRequest) -> None:
@@ -189,7 +191,8 @@ def test_the_0_3_client_posts_jsonrpc_2_requests_as_application_json() -> None:
         assert (request.method, request.path) == ("POST", "/rpc")
         assert request.headers["Content-Type"].split(";")[0].strip() == "application/json"
         assert body["jsonrpc"] == "2.0"
-        assert isinstance(body["id"], (str, int)) and not isinstance(body["id"], bool)
+        assert isinstance(body["id"], (str, int))
+        assert not isinstance(body["id"], bool)
         assert isinstance(body["params"], dict)
     assert [body["method"] for body in bodies] == ["message/send", "tasks/get"]
     assert bodies[0]["id"] != bodies[1]["id"]
@@ -202,7 +205,7 @@ def test_the_0_3_client_authenticates_the_extended_card_request(own_server: str)
     token and refuses the same call without it."""
     with A2AClient(own_server, revision="0.3", credentials=BearerToken(AGENT_TOKEN)) as client:
         assert client.get_extended_card().name == "Test agent (extended)"
-    with A2AClient(own_server, revision="0.3") as anonymous:
-        with pytest.raises(errors.HTTPStatusError) as refused:
-            anonymous.get_extended_card()
+    anonymous = A2AClient(own_server, revision="0.3")
+    with anonymous, pytest.raises(errors.HTTPStatusError) as refused:
+        anonymous.get_extended_card()
     assert refused.value.status_code == 401
