@@ -21,6 +21,7 @@ from a2a_sync.server import A2AApplication, serve_in_thread
 from a2a_sync.server.auth import BearerTokens
 from a2a_sync.signing import sign_card, verify_card
 from a2a_sync.types import AgentExtension
+from tests.peers.fixtures import AGENT_TOKEN
 from tests.server.agents import card
 
 from .a2a_wire import V1, data_lines, error_code, post, rpc, send, stream, user
@@ -174,3 +175,30 @@ def test_a_signature_by_a_revoked_key_does_not_verify() -> None:
     with pytest.raises(SignatureError):
         verify_card(old_only, store, algorithms=["HS256"])
     assert verify_card(rotated, store, algorithms=["HS256"]).name == unsigned.name
+
+
+def _call(url: str, method: str, params: Any, token: str | None) -> Any:
+    headers = {**V1, "Authorization": f"Bearer {token}"} if token else V1
+    body = {"jsonrpc": "2.0", "id": 9, "method": method, "params": params}
+    return post(url, body, headers).json()
+
+
+@requirement("a2a-1.0-§3.1.8-push-get-denied-without-access")
+def test_reading_another_callers_push_config_fails(own_server: str) -> None:
+    """A push config alice set on her task is read back by alice; another caller asking
+    for the same task and config id is refused with TaskNotFoundError (-32001), the
+    answer for a config that does not exist. (a2a_sync only: the peer fixture has one
+    caller.)"""
+    task = _call(own_server, "SendMessage", {"message": user("hello")}, AGENT_TOKEN)
+    task_id = task["result"]["task"]["id"]
+    created = _call(
+        own_server,
+        "CreateTaskPushNotificationConfig",
+        {"taskId": task_id, "url": "https://example.com/hook"},
+        AGENT_TOKEN,
+    )
+    ids = {"taskId": task_id, "id": created["result"]["id"]}
+    mine = _call(own_server, "GetTaskPushNotificationConfig", ids, AGENT_TOKEN)
+    theirs = _call(own_server, "GetTaskPushNotificationConfig", ids, None)
+    assert mine["result"]["url"] == "https://example.com/hook"
+    assert error_code(theirs) == -32001
