@@ -49,15 +49,17 @@ def test_a_stream_delivers_progress_while_the_task_still_works() -> None:
     agent = ConformanceAgent()
     with serve_in_thread(own_app(agent)) as url:
         response = stream(url + "/", "SendStreamingMessage", {"message": user("slow 1")})
-        with response:
+        try:
             events = data_lines(response)
-            first = next(events)["result"]
+            first = next(events)["result"]  # the agent is still blocked here
             assert "task" in first
             state = first["task"]["status"]["state"]
             assert state in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
-            assert not agent.release.is_set()
             agent.release.set()
             rest = [event["result"] for event in events]
+        finally:
+            agent.release.set()
+            response.close()
     assert rest[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
