@@ -63,6 +63,17 @@ _BOUNDS: Final = (
 )
 
 
+def _all(parts: list[Check]) -> Check:
+    """One check passing when every part passes (nested ``and``, no generator per call)."""
+    if not parts:
+        return _accept
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    rest = _all(parts[1:])
+    return lambda v: first(v) and rest(v)
+
+
 class _Compiler:
     __slots__ = ("root",)
 
@@ -95,13 +106,12 @@ class _Compiler:
         by_kind = self._by_kind(schema, depth)
         if by_kind is None:
             return self._interpreted(schema)
-        if by_kind:
+        if len(by_kind) == 1:
+            ((kind, only),) = by_kind.items()
+            parts.append(lambda v: type(v) is not kind or only(v))
+        elif by_kind:
             parts.append(lambda v: (c := by_kind.get(type(v))) is None or c(v))
-        if not parts:
-            return _accept
-        if len(parts) == 1:
-            return parts[0]
-        return lambda v: all(p(v) for p in parts)
+        return _all(parts)
 
     def _interpreted(self, schema: Any) -> Check:
         root = self.root
