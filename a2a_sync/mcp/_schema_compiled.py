@@ -55,7 +55,7 @@ def _reject(value: Any) -> bool:
     return False
 
 
-_BOUNDS: Final = (
+_BOUNDS: Final[tuple[tuple[str, Callable[[Any, Any], bool]], ...]] = (
     ("minimum", lambda v, b: v >= b),
     ("maximum", lambda v, b: v <= b),
     ("exclusiveMinimum", lambda v, b: v > b),
@@ -139,8 +139,8 @@ class _Compiler:
         if isinstance(lo, int) or isinstance(hi, int):
             lo_n = lo if isinstance(lo, int) else None
             hi_n = hi if isinstance(hi, int) else None
-            checks[str] = lambda v: (lo_n is None or len(v) >= lo_n) and (
-                hi_n is None or len(v) <= hi_n
+            checks[str] = lambda v: (
+                (lo_n is None or len(v) >= lo_n) and (hi_n is None or len(v) <= hi_n)
             )
         bounds = [
             (ok, b)
@@ -186,9 +186,7 @@ class _Compiler:
 
     def _array(self, schema: dict[str, Any], depth: int) -> Check:
         prefix = schema.get("prefixItems")
-        heads = (
-            [self.node(sub, depth + 1) for sub in prefix] if isinstance(prefix, list) else None
-        )
+        heads = [self.node(sub, depth + 1) for sub in prefix] if isinstance(prefix, list) else None
         start = len(heads) if heads is not None else 0
         items = schema.get("items")
         rest = self.node(items, depth + 1) if isinstance(items, (dict, bool)) else None

@@ -4,6 +4,7 @@ before (the expected details below are what the generic path produced)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from a2a_sync.errors import ProtocolError
 from a2a_sync.mcp import _codec
 from a2a_sync.mcp import types as t
+from a2a_sync.mcp.transports._stdio_text import loads_line
 
 BAD: list[tuple[Any, str]] = [
     ({"content": [{"type": "text"}]}, "required field missing @ $.content[0].text"),
@@ -52,3 +54,31 @@ def test_usual_and_unusual_results_build_the_same_models() -> None:
     assert unknown.content == (t.UnknownContent(kind="zzz", raw={"type": "zzz", "a": 1}), text)
     assert _codec.structure({"isError": "yes"}, t.CallToolResult).is_error is True
     assert _codec.structure({}, t.CallToolResult) == t.CallToolResult()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"a":1}',
+        ' {"a":1}',
+        '{"a":1} ',
+        '{"a":1}\r',
+        "\ufeff{}",
+        "[1]",
+        "NaN",
+        '{"a":',
+        "x",
+        "",
+        "{} {}",
+    ],
+)
+def test_stdio_lines_decode_as_json_loads_decodes_them(line: str) -> None:
+    try:
+        expected: Any = ("ok", json.loads(line))
+    except ValueError as exc:
+        expected = ("error", type(exc))
+    try:
+        got: Any = ("ok", loads_line(line))
+    except ValueError as exc:
+        got = ("error", type(exc))
+    assert repr(got) == repr(expected)  # repr: NaN != NaN

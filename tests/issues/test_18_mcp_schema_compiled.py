@@ -49,7 +49,7 @@ def _node(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return st.booleans() | keys
 
 
-SCHEMAS = st.recursive(st.just({}) | st.booleans(), _node, max_leaves=6)
+SCHEMAS: st.SearchStrategy[Any] = st.recursive(st.just({}) | st.booleans(), _node, max_leaves=6)
 
 
 def test_the_catalogue_gets_the_interpreters_findings() -> None:
