@@ -112,6 +112,7 @@ def _make_converter() -> cattrs.Converter:
 
     conv.register_structure_hook_func(lambda tp: tp == t.ContentBlock, structure_content)
     conv.register_unstructure_hook_func(lambda tp: tp == t.ContentBlock, unstructure_content)
+    _register_blocks(conv)
 
     def structure_resource_contents(value: Any, _: Any) -> Any:
         if isinstance(value, dict) and "blob" in value:
@@ -125,6 +126,59 @@ def _make_converter() -> cattrs.Converter:
         lambda tp: tp == t.ResourceContents, lambda v: conv.unstructure(v, type(v))
     )
     return conv
+
+
+_Blocks = tuple[t.ContentBlock, ...]
+
+
+def _register_blocks(conv: cattrs.Converter) -> None:
+    """A content list (every tool result) structured by each block's own hook, without
+    cattrs' generic tuple and union dispatch per block. Anything unusual (an unknown or
+    malformed block, not a list) goes to the generic hook, which builds the same value
+    or raises the same detailed error."""
+    generic = conv.get_structure_hook(_Blocks)
+    by_tag = {tag: (cls, conv.get_structure_hook(cls)) for tag, cls in _CONTENT_CLASSES.items()}
+
+    def structure_blocks(value: Any, tp: Any) -> tuple[Any, ...]:
+        if type(value) is list:
+            blocks = []
+            try:
+                for block in value:
+                    kind = block.get("type") if type(block) is dict else None
+                    known = by_tag.get(kind) if type(kind) is str else None
+                    if known is None:
+                        break
+                    blocks.append(known[1](block, known[0]))
+                else:
+                    return tuple(blocks)
+            except (cattrs.BaseValidationError, ValueError, TypeError, KeyError):
+                pass  # the generic hook raises it again, with the JSON path
+        return generic(value, tp)  # type: ignore[no-any-return]
+
+    conv.register_structure_hook_func(lambda tp: tp == _Blocks, structure_blocks)
+
+    generic_result = make_dict_structure_fn(t.CallToolResult, conv, **_renames(t.CallToolResult))
+
+    def structure_result(value: Any, tp: Any) -> t.CallToolResult:
+        # The usual shape built directly; every other one by the generated function.
+        if type(value) is dict:
+            content = value.get("content", [])
+            is_error = value.get("isError", False)
+            meta = value.get("_meta")
+            if (
+                type(content) is list
+                and type(is_error) is bool
+                and (meta is None or type(meta) is dict)
+            ):
+                try:
+                    blocks = structure_blocks(content, _Blocks)
+                except (cattrs.BaseValidationError, ValueError, TypeError, KeyError):
+                    pass  # the generated function raises it again, with the JSON path
+                else:
+                    return t.CallToolResult(blocks, value.get("structuredContent"), is_error, meta)
+        return generic_result(value, tp)
+
+    conv.register_structure_hook(t.CallToolResult, structure_result)
 
 
 #: The converter; use :func:`structure` / :func:`unstructure` rather than calling it.

@@ -132,7 +132,11 @@ class ToolOperations(Handle):
     ) -> ToolCall:
         """``start_tool_call``; ``inline``: the result is waited for next, on this thread."""
         self._require("tools", f"call_tool {name!r}")
-        if arguments is not None and not isinstance(arguments, Mapping):
+        if (
+            arguments is not None
+            and type(arguments) is not dict
+            and not isinstance(arguments, Mapping)
+        ):
             raise ConfigurationError(
                 f"tool arguments must be a JSON object (dict) or None, got "
                 f"{json_type_name(arguments)}"

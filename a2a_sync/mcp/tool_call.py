@@ -22,7 +22,7 @@ from ..errors import (
     ToolOutputParseError,
     excerpt,
 )
-from . import _codec, _schema
+from . import _codec, _schema, _schema_compiled
 from . import types as t
 from ._cache import Catalog
 from ._correlator import PendingRequest
@@ -165,7 +165,7 @@ class ToolCall:
                 f"tool {self.name!r} declares an outputSchema but returned no structured content",
                 tool=self.name,
             )
-        findings = _schema.validate(result.structured_content, tool.output_schema)
+        findings = _schema_compiled.findings(result.structured_content, tool.output_schema)
         if findings:
             raise ToolOutputError(
                 f"structured content of tool {self.name!r} does not match its outputSchema: "

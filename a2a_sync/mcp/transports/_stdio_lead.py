@@ -38,7 +38,6 @@ alone.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import os
@@ -50,7 +49,7 @@ from typing import IO, Any, Final
 
 from ...errors import A2ASyncError, ConnectionClosed, ResponseTooLarge, excerpt
 from . import Waiter
-from ._stdio_text import NoiseLimiter
+from ._stdio_text import NoiseLimiter, loads_line
 
 __all__ = ["LINGER", "StdoutPipe", "open_pipe", "supported"]
 
@@ -374,7 +373,7 @@ class StdoutPipe:
         try:
             # str, not bytes: json skips its encoding detection (invalid UTF-8 raises
             # UnicodeDecodeError, a ValueError: noise, as before).
-            message = json.loads(line.decode())
+            message = loads_line(line.decode())
         except ValueError:
             if line.strip():
                 self._noise.noise("a stdout line that is not JSON", excerpt(bytes(line)))

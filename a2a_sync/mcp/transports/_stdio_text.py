@@ -34,6 +34,7 @@ __all__ = [
     "NoiseLimiter",
     "StderrRelay",
     "discard",
+    "loads_line",
     "read_messages",
 ]
 
@@ -290,3 +291,18 @@ def read_messages(
     except Exception:  # top of the reader thread: keep the session from hanging
         logger.exception("MCP stdio reader for %s failed", name)
         return ConnectionClosed(f"reading from {name} failed")
+
+
+#: json's C scanner, as ``json.loads`` uses it (without its two Python frames per line).
+_scan_json: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def loads_line(text: str) -> Any:
+    """``json.loads(text)``: a line that is exactly one JSON value is scanned directly;
+    anything else (surrounding whitespace, a BOM, invalid JSON) goes to ``json.loads``,
+    which decodes it or raises as always."""
+    try:
+        value, end = _scan_json(text, 0)
+    except (StopIteration, ValueError):
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
