@@ -1,0 +1,123 @@
+"""MCP 2025-11-25 client requirements found missing by the page-by-page audit of
+``docs/specification/2025-11-25/`` (issue #14), over stdio against the scripted server
+:mod:`.mcp_stdio_peer`, which records every message it reads.
+
+The peer sends its messages before the answer to the client's call, and a request it
+sends holds that answer until the client replied, so once the call returns the client
+has handled everything before it; once the connection is closed (stdin closed, process
+exited) the record holds everything the client wrote.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from a2a_sync.mcp import ElicitRequest, ElicitResult, MCPConnection
+
+from .mcp_peer import answers_to, peer, received
+
+requirement = pytest.mark.requirement
+ERA = "2025-11-25"
+WAIT = 10.0
+TEXT = {"content": [{"type": "text", "text": "ok"}]}
+PING = {"id": "srv-ping", "method": "ping"}
+
+
+def plan(replies: dict[str, Any]) -> dict[str, Any]:
+    return {"version": ERA, "capabilities": {"tools": {}}, "replies": replies}
+
+
+def _responses(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the client wrote that is not a request or notification (its answers)."""
+    return [m for m in messages if "method" not in m and "event" not in m]
+
+
+@requirement("mcp-2025-11-25-§index-no-response-to-notifications")
+def test_server_notifications_get_no_response(tmp_path: Path) -> None:
+    """Notifications from the server (known, unknown, and one that looks odd) are never
+    answered: the only response the client writes is the one to the server's ping."""
+    record = tmp_path / "received.jsonl"
+    notes = [
+        {"method": "notifications/tools/list_changed"},
+        {"method": "notifications/vendor/unknown", "params": {"x": 1}},
+        {"method": "notifications/progress", "params": {"progressToken": "none", "progress": 1}},
+        PING,
+    ]
+    argv = peer(record, plan({"tools/call": [{"send": notes, "result": TEXT}]}))
+    with MCPConnection.stdio(argv, era=ERA, timeout=WAIT) as conn:
+        assert conn.client().call_tool("t", {}).text == "ok"
+    responses = _responses(received(record))
+    assert [r.get("id") for r in responses] == ["srv-ping"]
+    assert responses[0]["result"] == {}
+
+
+@requirement("mcp-2025-11-25-§elicitation-missing-mode-is-form")
+def test_an_elicitation_without_mode_is_handled_as_form_mode(tmp_path: Path) -> None:
+    """``elicitation/create`` without ``mode`` reaches the callback as a form-mode request
+    with its schema, and the form answer (accept + content) goes back."""
+    record = tmp_path / "received.jsonl"
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+    ask = {
+        "id": "srv-elicit",
+        "method": "elicitation/create",
+        "params": {"message": "Your name?", "requestedSchema": schema},
+    }
+    asked: list[ElicitRequest] = []
+
+    def elicit(request: ElicitRequest) -> ElicitResult:
+        asked.append(request)
+        return ElicitResult.accept({"name": "Ada"})
+
+    argv = peer(record, plan({"tools/call": [{"send": [ask], "result": TEXT}]}))
+    with MCPConnection.stdio(argv, era=ERA, timeout=WAIT, elicitation_callback=elicit) as conn:
+        conn.client().call_tool("t", {})
+    (request,) = asked
+    assert request.mode == "form"
+    assert request.requested_schema == schema
+    (answer,) = answers_to(received(record), "srv-elicit")
+    assert answer["result"] == {"action": "accept", "content": {"name": "Ada"}}
+
+
+@requirement("mcp-2025-11-25-§elicitation-complete-unknown-id-ignored")
+def test_an_elicitation_complete_for_an_unknown_id_is_ignored(tmp_path: Path) -> None:
+    """``notifications/elicitation/complete`` naming an elicitation the client never saw
+    is ignored: no answer, no error, the callback is not called, the session goes on."""
+    record = tmp_path / "received.jsonl"
+    done = {
+        "method": "notifications/elicitation/complete",
+        "params": {"elicitationId": "never-started"},
+    }
+    called = threading.Event()
+
+    def elicit(request: ElicitRequest) -> ElicitResult:
+        called.set()
+        return ElicitResult.decline()
+
+    replies = {"tools/call": [{"send": [done, PING], "result": TEXT}]}
+    argv = peer(record, plan(replies))
+    with MCPConnection.stdio(argv, era=ERA, timeout=WAIT, elicitation_callback=elicit) as conn:
+        client = conn.client()
+        assert client.call_tool("t", {}).text == "ok"
+        assert client.call_tool("t", {}).text == "ok"
+    assert not called.is_set()
+    assert [r.get("id") for r in _responses(received(record))] == ["srv-ping", "srv-ping"]
+
+
+@requirement("mcp-2025-11-25-§roots-unsupported-method-not-found")
+def test_roots_list_without_roots_support_is_method_not_found(tmp_path: Path) -> None:
+    """A client without a roots callback declares no ``roots`` and answers a server's
+    ``roots/list`` with -32601 (Method not found), never with an empty list."""
+    record = tmp_path / "received.jsonl"
+    ask = {"id": "srv-roots", "method": "roots/list"}
+    argv = peer(record, plan({"tools/call": [{"send": [ask], "result": TEXT}]}))
+    with MCPConnection.stdio(argv, era=ERA, timeout=WAIT) as conn:
+        conn.client().call_tool("t", {})
+    messages = received(record)
+    assert "roots" not in messages[0]["params"]["capabilities"]
+    (answer,) = answers_to(messages, "srv-roots")
+    assert "result" not in answer
+    assert answer["error"]["code"] == -32601
