@@ -10,12 +10,14 @@ exited) the record holds everything the client wrote.
 
 from __future__ import annotations
 
+import socket
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from a2a_sync.errors import ToolOutputError
 from a2a_sync.mcp import ElicitRequest, ElicitResult, MCPConnection
 
 from .mcp_peer import answers_to, peer, received
@@ -121,3 +123,93 @@ def test_roots_list_without_roots_support_is_method_not_found(tmp_path: Path) ->
     (answer,) = answers_to(messages, "srv-roots")
     assert "result" not in answer
     assert answer["error"]["code"] == -32601
+
+
+@requirement("mcp-2025-11-25-§elicitation-undeclared-mode-invalid-params")
+def test_an_elicitation_in_an_undeclared_mode_is_invalid_params(tmp_path: Path) -> None:
+    """An ``elicitation/create`` in a mode the client did not declare (it declares form
+    and url) is answered -32602 (Invalid params); the callback is not called."""
+    record = tmp_path / "received.jsonl"
+    ask = {
+        "id": "srv-elicit",
+        "method": "elicitation/create",
+        "params": {"mode": "telepathy", "message": "Think of a number"},
+    }
+    called = threading.Event()
+
+    def elicit(request: ElicitRequest) -> ElicitResult:
+        called.set()
+        return ElicitResult.accept({})
+
+    argv = peer(record, plan({"tools/call": [{"send": [ask], "result": TEXT}]}))
+    with MCPConnection.stdio(argv, era=ERA, timeout=WAIT, elicitation_callback=elicit) as conn:
+        conn.client().call_tool("t", {})
+    messages = received(record)
+    assert set(messages[0]["params"]["capabilities"]["elicitation"]) == {"form", "url"}
+    (answer,) = answers_to(messages, "srv-elicit")
+    assert answer["error"]["code"] == -32602
+    assert not called.is_set()
+
+
+@requirement("mcp-2025-11-25-§elicitation-url-never-prefetched")
+def test_a_url_elicitation_is_handed_over_whole_and_never_fetched(tmp_path: Path) -> None:
+    """A URL-mode elicitation reaches the callback with the full URL and its id, and the
+    client itself never connects to that URL (a listening socket that nobody may touch
+    has no pending connection afterwards)."""
+    record = tmp_path / "received.jsonl"
+    with socket.create_server(("127.0.0.1", 0)) as trap:
+        url = f"http://127.0.0.1:{trap.getsockname()[1]}/connect?elicitationId=e-1"
+        ask = {
+            "id": "srv-elicit",
+            "method": "elicitation/create",
+            "params": {
+                "mode": "url",
+                "message": "Connect your account",
+                "url": url,
+                "elicitationId": "e-1",
+            },
+        }
+        asked: list[ElicitRequest] = []
+
+        def elicit(request: ElicitRequest) -> ElicitResult:
+            asked.append(request)
+            return ElicitResult.decline()
+
+        argv = peer(record, plan({"tools/call": [{"send": [ask], "result": TEXT}]}))
+        with MCPConnection.stdio(
+            argv, era=ERA, timeout=WAIT, elicitation_callback=elicit
+        ) as conn:
+            conn.client().call_tool("t", {})
+        trap.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            trap.accept()
+    (request,) = asked
+    assert (request.mode, request.url, request.elicitation_id) == ("url", url, "e-1")
+    (answer,) = answers_to(received(record), "srv-elicit")
+    assert answer["result"] == {"action": "decline"}
+
+
+@requirement("mcp-2025-11-25-§tools-output-schema-validated")
+def test_structured_content_that_breaks_the_output_schema_is_refused(tmp_path: Path) -> None:
+    """A tool that declared an ``outputSchema`` and returns structured content that does
+    not match it gets a :class:`ToolOutputError` naming the tool; a matching one passes."""
+    record = tmp_path / "received.jsonl"
+    schema = {
+        "type": "object",
+        "properties": {"celsius": {"type": "number"}},
+        "required": ["celsius"],
+    }
+    tool = {"name": "weather", "inputSchema": {"type": "object"}, "outputSchema": schema}
+    good = {**TEXT, "structuredContent": {"celsius": 21.5}}
+    bad = {**TEXT, "structuredContent": {"celsius": "warm"}}
+    replies = {
+        "tools/list": [{"result": {"tools": [tool]}}],
+        "tools/call": [{"result": good}, {"result": bad}],
+    }
+    with MCPConnection.stdio(peer(record, plan(replies)), era=ERA, timeout=WAIT) as conn:
+        client = conn.client()
+        client.list_tools()
+        assert client.call_tool("weather", {}).structured_content == {"celsius": 21.5}
+        with pytest.raises(ToolOutputError) as caught:
+            client.call_tool("weather", {})
+    assert caught.value.tool == "weather"
