@@ -10,8 +10,10 @@ exited) the record holds everything the client wrote.
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,8 @@ import pytest
 
 from a2a_sync.errors import ToolOutputError
 from a2a_sync.mcp import ElicitRequest, ElicitResult, MCPConnection
+
+from tests.support.servers import RecordedRequest, ScriptedServer, respond, respond_json
 
 from .mcp_peer import answers_to, peer, received
 
@@ -213,3 +217,84 @@ def test_structured_content_that_breaks_the_output_schema_is_refused(tmp_path: P
         with pytest.raises(ToolOutputError) as caught:
             client.call_tool("weather", {})
     assert caught.value.tool == "weather"
+
+
+@requirement("mcp-2025-11-25-§pagination-no-fixed-page-size")
+def test_pages_of_any_size_are_followed_to_the_end(tmp_path: Path) -> None:
+    """Pages of 2, 0 and 1 tools: the client follows ``nextCursor`` through the empty
+    page (no fixed page size assumed, an empty page is not the end) and stops where the
+    cursor is missing."""
+    record = tmp_path / "received.jsonl"
+
+    def tool(name: str) -> dict[str, Any]:
+        return {"name": name, "inputSchema": {"type": "object"}}
+
+    pages = [
+        {"result": {"tools": [tool("a"), tool("b")], "nextCursor": "p2"}},
+        {"result": {"tools": [], "nextCursor": "p3"}},
+        {"result": {"tools": [tool("c")]}},
+    ]
+    with MCPConnection.stdio(peer(record, plan({"tools/list": pages})), era=ERA) as conn:
+        names = [t.name for t in conn.client().list_tools()]
+    assert names == ["a", "b", "c"]
+    lists = [m for m in received(record) if m.get("method") == "tools/list"]
+    assert [(m.get("params") or {}).get("cursor") for m in lists] == [None, "p2", "p3"]
+
+
+class RetryingServer:
+    """A 2025-11-25 Streamable HTTP server whose ``tools/call`` stream sends a priming
+    event with ``retry: RETRY_MS`` and closes; the answer waits for the resume (GET with
+    ``Last-Event-ID``). It notes (monotonic) when it closed the stream and when the
+    resume arrived."""
+
+    RETRY_MS = 400
+
+    def __init__(self) -> None:
+        self.closed_at = 0.0
+        self.resumed_at = 0.0
+        self.final = b""
+        self.server = ScriptedServer(self.handle)
+        self.url = self.server.url + "/mcp"
+
+    def handle(self, sock: socket.socket, request: RecordedRequest) -> None:
+        sse = [("Content-Type", "text/event-stream")]
+        if request.method == "DELETE":
+            respond(sock, 200)
+        elif request.method == "GET":
+            if request.headers.get("Last-Event-ID") != "prime" or not self.final:
+                respond(sock, 405)
+                return
+            self.resumed_at = time.monotonic()
+            respond(sock, 200, self.final, headers=sse)
+        elif "id" not in (message := request.json()):
+            respond(sock, 202)
+        elif message["method"] == "initialize":
+            result = {
+                "protocolVersion": ERA,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "retrying", "version": "0"},
+            }
+            answer = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+            respond_json(sock, answer, headers=[("Mcp-Session-Id", "s-1")])
+        elif message["method"] == "tools/list":
+            answer = {"jsonrpc": "2.0", "id": message["id"], "result": {"tools": []}}
+            respond_json(sock, answer)
+        else:
+            data = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": TEXT})
+            self.final = f"id: e1\nevent: message\ndata: {data}\n\n".encode()
+            priming = f"id: prime\nretry: {self.RETRY_MS}\ndata: \n\n".encode()
+            self.closed_at = time.monotonic()
+            respond(sock, 200, priming, headers=sse, close=True)
+
+
+@requirement("mcp-2025-11-25-§transports-retry-field-respected")
+def test_a_resume_waits_for_the_servers_retry_time() -> None:
+    """After a response stream that sent ``retry: 400`` closes early, the client resumes
+    (GET + ``Last-Event-ID``) no sooner than 400 ms later. (A lower bound only: a loaded
+    machine can make the wait longer, never shorter.)"""
+    server = RetryingServer()
+    with server.server, MCPConnection.http(
+        server.url, era=ERA, transport="streamable-http", timeout=WAIT
+    ) as conn:
+        assert conn.client().call_tool("t", {}).text == "ok"
+    assert server.resumed_at - server.closed_at >= RetryingServer.RETRY_MS / 1000
