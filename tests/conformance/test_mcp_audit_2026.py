@@ -1,0 +1,124 @@
+"""MCP 2026-07-28 client requirements found missing by the page-by-page audit of
+``docs/specification/2026-07-28/`` (issue #14), over stdio against the scripted server
+:mod:`.mcp_stdio_peer` (``version`` 2026-07-28: ``server/discover``, ``resultType``),
+which records every message it reads; once the connection is closed the record holds
+everything the client wrote.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from a2a_sync.errors import MCPError, RPCError
+from a2a_sync.mcp import MCPConnection
+
+from .mcp_peer import peer, received
+
+requirement = pytest.mark.requirement
+MODERN = "2026-07-28"
+WAIT = 10.0
+TEXT = {"content": [{"type": "text", "text": "ok"}]}
+
+
+def plan(capabilities: dict[str, Any], replies: dict[str, Any]) -> dict[str, Any]:
+    return {"version": MODERN, "capabilities": capabilities, "replies": replies}
+
+
+def _tool(name: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "inputSchema": {"type": "object"}, **extra}
+
+
+@requirement("mcp-2026-07-28-§index-request-ids")
+def test_request_ids_are_strings_or_integers_and_never_repeat(tmp_path: Path) -> None:
+    """Every request (discover, paged listings, calls, a retried prompt) carries a string
+    or integer id, never null, none equal to another the client sent."""
+    record = tmp_path / "received.jsonl"
+    replies = {
+        "tools/list": [
+            {"result": {"tools": [_tool("a")], "nextCursor": "2"}},
+            {"result": {"tools": [_tool("b")]}},
+        ],
+        "tools/call": [{"result": TEXT}],
+        "prompts/get": [{"result": {"messages": []}}],
+    }
+    argv = peer(record, plan({"tools": {}, "prompts": {}}, replies))
+    with MCPConnection.stdio(argv, era=MODERN, timeout=WAIT) as conn:
+        client = conn.client()
+        assert [t.name for t in client.list_tools()] == ["a", "b"]
+        for _ in range(3):
+            client.call_tool("a", {})
+        client.get_prompt("p")
+    ids = [m["id"] for m in received(record) if "method" in m and "id" in m]
+    assert len(ids) >= 7
+    assert all(isinstance(i, (str, int)) and not isinstance(i, bool) for i in ids)
+    assert len(set(map(repr, ids))) == len(ids)
+
+
+@requirement("mcp-2026-07-28-§index-no-response-to-notifications")
+def test_server_notifications_get_no_response(tmp_path: Path) -> None:
+    """Notifications the server sends before its answer (log, progress for an unknown
+    token, an unknown method) are never answered: in this revision the client writes no
+    JSON-RPC response at all."""
+    record = tmp_path / "received.jsonl"
+    notes = [
+        {"method": "notifications/message", "params": {"level": "info", "data": "x"}},
+        {"method": "notifications/progress", "params": {"progressToken": "no", "progress": 1}},
+        {"method": "notifications/vendor/unknown", "params": {}},
+    ]
+    replies = {"tools/call": [{"send": notes, "result": TEXT}]}
+    with MCPConnection.stdio(
+        peer(record, plan({"tools": {}}, replies)), era=MODERN, timeout=WAIT
+    ) as conn:
+        assert conn.client().call_tool("t", {}).text == "ok"
+    messages = received(record)
+    assert "tools/call" in [m.get("method") for m in messages]
+    assert [m for m in messages if "method" not in m and "event" not in m] == []
+
+
+@requirement("mcp-2026-07-28-§index-legacy-error-codes-have-no-meaning")
+def test_a_legacy_range_error_code_is_not_given_a_meaning(tmp_path: Path) -> None:
+    """-32001 (the legacy -32000..-32019 range; A2A's TaskNotFound in a neighbouring
+    protocol) comes back as a plain MCP error with its code and message, not as any
+    specific error class."""
+    record = tmp_path / "received.jsonl"
+    error = {"code": -32001, "message": "vendor says no"}
+    replies = {"tools/call": [{"error": error}]}
+    with (
+        MCPConnection.stdio(
+            peer(record, plan({"tools": {}}, replies)), era=MODERN, timeout=WAIT
+        ) as conn,
+        pytest.raises(RPCError) as caught,
+    ):
+        conn.client().call_tool("t", {})
+    assert type(caught.value) is MCPError
+    assert caught.value.code == -32001
+    assert "vendor says no" in str(caught.value)
+
+
+@requirement("mcp-2026-07-28-§index-network-ref-not-dereferenced")
+def test_a_network_ref_in_a_tool_schema_is_never_fetched(tmp_path: Path) -> None:
+    """A tool whose ``outputSchema`` points ``$ref`` at a network URI: listing the tool
+    and checking a call's structured content never connect to that URI (a listening
+    socket nobody may touch has no pending connection afterwards)."""
+    record = tmp_path / "received.jsonl"
+    with socket.create_server(("127.0.0.1", 0)) as trap:
+        ref = f"http://127.0.0.1:{trap.getsockname()[1]}/schema.json"
+        tool = _tool("remote", outputSchema={"$ref": ref})
+        replies = {
+            "tools/list": [{"result": {"tools": [tool]}}],
+            "tools/call": [{"result": {**TEXT, "structuredContent": {"x": 1}}}],
+        }
+        argv = peer(record, plan({"tools": {}}, replies))
+        with MCPConnection.stdio(argv, era=MODERN, timeout=WAIT) as conn:
+            client = conn.client()
+            client.list_tools()
+            result = client.call_tool("remote", {})
+        # Not fetched, so not resolved: the check accepts it (see §index-unresolved-ref).
+        assert result.structured_content == {"x": 1}
+        trap.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            trap.accept()
