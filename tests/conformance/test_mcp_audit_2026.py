@@ -7,6 +7,7 @@ everything the client wrote.
 
 from __future__ import annotations
 
+import logging
 import socket
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,10 @@ import pytest
 
 from a2a_sync.errors import MCPError, RPCError
 from a2a_sync.mcp import MCPConnection
+from a2a_sync.mcp.eras import ERA_CACHE
 
 from .mcp_peer import peer, received
+from .test_mcp_2026 import ModernHTTPServer
 
 requirement = pytest.mark.requirement
 MODERN = "2026-07-28"
@@ -122,3 +125,38 @@ def test_a_network_ref_in_a_tool_schema_is_never_fetched(tmp_path: Path) -> None
         trap.setblocking(False)
         with pytest.raises(BlockingIOError):
             trap.accept()
+
+
+@requirement("mcp-2026-07-28-§streamable-http-rejected-tool-warning")
+def test_a_rejected_tool_is_logged_with_its_name_and_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Leaving out a tool whose ``x-mcp-header`` annotation is invalid logs a warning that
+    names the tool and the reason."""
+    server = ModernHTTPServer()
+    ERA_CACHE.clear()
+    with (
+        caplog.at_level(logging.WARNING, logger="a2a_sync.mcp"),
+        server.server,
+        MCPConnection.http(server.url, transport="streamable-http", timeout=WAIT) as conn,
+    ):
+        names = [tool.name for tool in conn.client().list_tools()]
+    assert "bad-header" not in names
+    assert "say" in names
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert [w for w in warnings if "bad-header" in w and "x-mcp-header" in w]
+
+
+@requirement("mcp-2026-07-28-§tools-structured-content-any-json-value")
+def test_structured_content_may_be_any_json_value(tmp_path: Path) -> None:
+    """``structuredContent`` that is an array, a string or a number (this revision allows
+    any JSON value) reaches the caller as sent."""
+    record = tmp_path / "received.jsonl"
+    values: list[Any] = [[1, "two"], "plain", 4.5]
+    replies = {"tools/call": [{"result": {**TEXT, "structuredContent": v}} for v in values]}
+    with MCPConnection.stdio(
+        peer(record, plan({"tools": {}}, replies)), era=MODERN, timeout=WAIT
+    ) as conn:
+        client = conn.client()
+        got = [client.call_tool("t", {}).structured_content for _ in values]
+    assert got == values
