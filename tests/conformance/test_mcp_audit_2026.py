@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from a2a_sync.errors import MCPError, RPCError
-from a2a_sync.mcp import MCPConnection
+from a2a_sync.mcp import ElicitRequest, ElicitResult, MCPConnection
 from a2a_sync.mcp.eras import ERA_CACHE
 
 from .mcp_peer import peer, received
@@ -160,3 +160,39 @@ def test_structured_content_may_be_any_json_value(tmp_path: Path) -> None:
         client = conn.client()
         got = [client.call_tool("t", {}).structured_content for _ in values]
     assert got == values
+
+
+@requirement("mcp-2026-07-28-§elicitation-missing-mode-is-form")
+def test_an_input_request_elicitation_without_mode_is_form_mode(tmp_path: Path) -> None:
+    """An ``elicitation/create`` input request without ``mode`` reaches the callback as a
+    form-mode request with its schema; its answer rides in ``inputResponses`` on the
+    retry."""
+    record = tmp_path / "received.jsonl"
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+    asking = {
+        "resultType": "input_required",
+        "inputRequests": {
+            "who": {
+                "method": "elicitation/create",
+                "params": {"message": "Your name?", "requestedSchema": schema},
+            }
+        },
+    }
+    asked: list[ElicitRequest] = []
+
+    def elicit(request: ElicitRequest) -> ElicitResult:
+        asked.append(request)
+        return ElicitResult.accept({"name": "Ada"})
+
+    replies = {"tools/call": [{"result": asking}, {"result": TEXT}]}
+    argv = peer(record, plan({"tools": {}}, replies))
+    with MCPConnection.stdio(
+        argv, era=MODERN, timeout=WAIT, elicitation_callback=elicit
+    ) as conn:
+        assert conn.client().call_tool("t", {}).text == "ok"
+    (request,) = asked
+    assert (request.mode, request.requested_schema) == ("form", schema)
+    calls = [m for m in received(record) if m.get("method") == "tools/call"]
+    assert calls[1]["params"]["inputResponses"] == {
+        "who": {"action": "accept", "content": {"name": "Ada"}}
+    }
