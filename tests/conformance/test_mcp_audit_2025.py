@@ -14,17 +14,24 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from a2a_sync.auth.oauth import OAuth
 from a2a_sync.errors import ToolOutputError
 from a2a_sync.mcp import ElicitRequest, ElicitResult, MCPConnection
 
+from tests.auth.oauth.conftest import Approve, authorization_server, call, make_oauth, resource
+from tests.support.oauth_resource import PRM, ProtectedResource
+from tests.support.oauth_server import AuthorizationServerFixture
 from tests.support.servers import RecordedRequest, ScriptedServer, respond, respond_json
 
 from .mcp_peer import answers_to, peer, received
+
+__all__ = ["authorization_server", "make_oauth", "resource"]  # fixtures used here
 
 requirement = pytest.mark.requirement
 ERA = "2025-11-25"
@@ -298,3 +305,43 @@ def test_a_resume_waits_for_the_servers_retry_time() -> None:
     ) as conn:
         assert conn.client().call_tool("t", {}).text == "ok"
     assert server.resumed_at - server.closed_at >= RetryingServer.RETRY_MS / 1000
+
+
+# -- Authorization discovery (the OAuth hook MCPConnection.http(auth=OAuth(...)) uses; driven
+# here like a transport does, against the recording resource and authorization servers) ----
+
+
+@requirement("mcp-2025-11-25-§authorization-prm-discovery-order")
+def test_protected_resource_metadata_comes_from_the_header_else_well_known_in_order(
+    authorization_server: AuthorizationServerFixture,
+    resource: ProtectedResource,
+    make_oauth: Callable[..., OAuth],
+) -> None:
+    """With ``resource_metadata`` in the 401 challenge, that URL is the only one asked;
+    without it, the path-aware well-known URI comes first, then the root one."""
+    assert call(make_oauth(handler=Approve(authorization_server)), resource.url).ok
+    assert [p for p in resource.paths if p.startswith(PRM)] == [f"{PRM}/api"]
+
+    resource.paths.clear()
+    resource.header_metadata = False
+    resource.prm_at = "root"
+    assert call(make_oauth(handler=Approve(authorization_server)), resource.url).ok
+    assert [p for p in resource.paths if p.startswith(PRM)] == [f"{PRM}/api", PRM]
+
+
+@requirement("mcp-2025-11-25-§authorization-server-metadata-discovery-order")
+def test_authorization_server_metadata_is_looked_for_in_the_specified_order(
+    authorization_server: AuthorizationServerFixture,
+    resource: ProtectedResource,
+    make_oauth: Callable[..., OAuth],
+) -> None:
+    """For an issuer with a path (``/tenant1``) whose metadata is only at the OpenID
+    Connect path-appending URI, the client tries RFC 8414 path insertion, then OpenID
+    Connect path insertion, then path appending, and logs in."""
+    authorization_server.metadata_at = "oidc-append"
+    assert call(make_oauth(handler=Approve(authorization_server)), resource.url).ok
+    assert [p for p in authorization_server.paths if ".well-known" in p] == [
+        "/.well-known/oauth-authorization-server/tenant1",
+        "/.well-known/openid-configuration/tenant1",
+        "/tenant1/.well-known/openid-configuration",
+    ]
