@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from a2a_sync.auth.oauth import OAuth
+from a2a_sync.auth.oauth import FileTokenStore, OAuth
 from a2a_sync.errors import ToolOutputError
 from a2a_sync.mcp import ElicitRequest, ElicitResult, MCPConnection
 
@@ -345,3 +346,45 @@ def test_authorization_server_metadata_is_looked_for_in_the_specified_order(
         "/.well-known/openid-configuration/tenant1",
         "/tenant1/.well-known/openid-configuration",
     ]
+
+
+@requirement("mcp-2025-11-25-§authorization-bearer-header-on-every-request")
+def test_the_token_rides_in_the_authorization_header_of_every_request() -> None:
+    """Every HTTP request of a session (POSTs, the resuming GET, the closing DELETE)
+    carries ``Authorization: Bearer <token>``, and the token is never in a URL."""
+    server = RetryingServer()
+    server.RETRY_MS = 10
+    token = "tok-5ecret"
+    with server.server:
+        with MCPConnection.http(
+            server.url, era=ERA, transport="streamable-http", timeout=WAIT, auth=token
+        ) as conn:
+            assert conn.client().call_tool("t", {}).text == "ok"
+        requests = list(server.server.requests)
+    assert {"POST", "GET", "DELETE"} <= {r.method for r in requests}
+    assert all(r.headers.get("Authorization") == f"Bearer {token}" for r in requests)
+    assert not [r.path for r in requests if token in r.path]
+
+
+@requirement("mcp-2025-11-25-§authorization-secure-token-storage")
+def test_stored_tokens_are_private_to_the_user(
+    authorization_server: AuthorizationServerFixture,
+    resource: ProtectedResource,
+    make_oauth: Callable[..., OAuth],
+    tmp_path: Path,
+) -> None:
+    """The file token store keeps its directory 0700 and its files 0600, and a token
+    file that others may read is not used (a fresh login happens instead)."""
+    folder = tmp_path / "oauth"
+    approve = Approve(authorization_server)
+    assert call(make_oauth(handler=approve, store=FileTokenStore(folder)), resource.url).ok
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    assert files
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert {stat.S_IMODE(p.stat().st_mode) for p in files} == {0o600}
+
+    for path in files:
+        path.chmod(0o644)
+    again = Approve(authorization_server)
+    assert call(make_oauth(handler=again, store=FileTokenStore(folder)), resource.url).ok
+    assert len(again.urls) == 1  # the readable grant was ignored: a new authorization
