@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -388,3 +389,26 @@ def test_stored_tokens_are_private_to_the_user(
     again = Approve(authorization_server)
     assert call(make_oauth(handler=again, store=FileTokenStore(folder)), resource.url).ok
     assert len(again.urls) == 1  # the readable grant was ignored: a new authorization
+
+
+@requirement("mcp-2025-11-25-§authorization-redirect-uri-registered-loopback-or-https")
+def test_the_redirect_uri_is_registered_and_loopback(
+    authorization_server: AuthorizationServerFixture,
+    resource: ProtectedResource,
+    make_oauth: Callable[..., OAuth],
+) -> None:
+    """The redirect URI of the authorization request is one the client registered, and it
+    is a loopback ``http`` URI (the spec allows localhost or https only). Loopback URIs
+    are registered without a port, which varies per login (RFC 8252 §7.3, OAuth 2.1
+    §8.4.2: the authorization server allows any port)."""
+    approve = Approve(authorization_server)
+    assert call(make_oauth(handler=approve), resource.url).ok
+    (registration,) = authorization_server.registrations
+    (authorize,) = approve.urls
+    redirect = parse_qs(urlsplit(authorize).query)["redirect_uri"][0]
+    parts = urlsplit(redirect)
+    portless = parts._replace(netloc=parts.hostname or "").geturl()
+    assert portless in registration["redirect_uris"]
+    assert parts.scheme == "https" or (
+        parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1")
+    )
