@@ -9,17 +9,26 @@ from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
-from a2a_sync.errors import MCPError, RPCError
+from a2a_sync.auth.oauth import OAuth
+from a2a_sync.errors import AuthorizationError, MCPError, RPCError
 from a2a_sync.mcp import ElicitRequest, ElicitResult, MCPConnection
 from a2a_sync.mcp.eras import ERA_CACHE
 
+from tests.auth.oauth.conftest import Approve, authorization_server, call, make_oauth, resource
+from tests.support.oauth_resource import ProtectedResource
+from tests.support.oauth_server import AuthorizationServerFixture
+
 from .mcp_peer import peer, received
 from .test_mcp_2026 import ModernHTTPServer
+
+__all__ = ["authorization_server", "make_oauth", "resource"]  # fixtures used here
 
 requirement = pytest.mark.requirement
 MODERN = "2026-07-28"
@@ -196,3 +205,40 @@ def test_an_input_request_elicitation_without_mode_is_form_mode(tmp_path: Path) 
     assert calls[1]["params"]["inputResponses"] == {
         "who": {"action": "accept", "content": {"name": "Ada"}}
     }
+
+
+def _redirect_params(change: Callable[[dict[str, str]], None]) -> Callable[[str], str]:
+    """A tamper for :class:`Approve`: edit the redirect's query parameters."""
+
+    def tamper(location: str) -> str:
+        parts = urlsplit(location)
+        params = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        change(params)
+        return parts._replace(query=urlencode(params)).geturl()
+
+    return tamper
+
+
+@requirement("mcp-2026-07-28-§authorization-iss-validation-table")
+def test_the_iss_response_parameter_is_checked_as_rfc9207_says(
+    authorization_server: AuthorizationServerFixture,
+    resource: ProtectedResource,
+    make_oauth: Callable[..., OAuth],
+) -> None:
+    """RFC 9207 §2.4 as the spec tabulates it, checked before any code is redeemed: an
+    advertising server's redirect without ``iss`` is refused; a non-advertising server's
+    redirect whose ``iss`` names another issuer is refused; without ``iss`` from a
+    non-advertising server the login proceeds."""
+    drop = _redirect_params(lambda params: params.pop("iss", None))
+    with pytest.raises(AuthorizationError):
+        call(make_oauth(handler=Approve(authorization_server, tamper=drop)), resource.url)
+    assert not authorization_server.token_requests
+
+    authorization_server.iss_parameter = False
+    evil = _redirect_params(lambda params: params.update(iss="https://evil.example"))
+    with pytest.raises(AuthorizationError):
+        call(make_oauth(handler=Approve(authorization_server, tamper=evil)), resource.url)
+    assert not authorization_server.token_requests
+
+    assert call(make_oauth(handler=Approve(authorization_server)), resource.url).ok
+    assert authorization_server.token_requests
