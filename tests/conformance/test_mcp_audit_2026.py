@@ -242,3 +242,23 @@ def test_the_iss_response_parameter_is_checked_as_rfc9207_says(
 
     assert call(make_oauth(handler=Approve(authorization_server)), resource.url).ok
     assert authorization_server.token_requests
+
+
+@requirement("mcp-2026-07-28-§authorization-bearer-header-on-every-request")
+def test_the_token_rides_in_the_authorization_header_of_every_request() -> None:
+    """Every POST of a modern session (discover, listing, calls) carries
+    ``Authorization: Bearer <token>``, and the token is never in a URL."""
+    server = ModernHTTPServer()
+    token = "tok-5ecret"
+    ERA_CACHE.clear()
+    with server.server:
+        with MCPConnection.http(
+            server.url, transport="streamable-http", timeout=WAIT, auth=token
+        ) as conn:
+            client = conn.client()
+            client.list_tools()
+            assert client.call_tool("say", {"text": "hi"}).text
+        requests = list(server.server.requests)
+    assert len(requests) >= 3
+    assert all(r.headers.get("Authorization") == f"Bearer {token}" for r in requests)
+    assert not [r.path for r in requests if token in r.path]
