@@ -368,6 +368,7 @@ def test_the_token_rides_in_the_authorization_header_of_every_request() -> None:
 
 
 @requirement("mcp-2025-11-25-§authorization-secure-token-storage")
+@requirement("mcp-2026-07-28-§authorization-secure-token-storage")
 def test_stored_tokens_are_private_to_the_user(
     authorization_server: AuthorizationServerFixture,
     resource: ProtectedResource,
@@ -392,6 +393,7 @@ def test_stored_tokens_are_private_to_the_user(
 
 
 @requirement("mcp-2025-11-25-§authorization-redirect-uri-registered-loopback-or-https")
+@requirement("mcp-2026-07-28-§authorization-redirect-uri-registered-loopback-or-https")
 def test_the_redirect_uri_is_registered_and_loopback(
     authorization_server: AuthorizationServerFixture,
     resource: ProtectedResource,

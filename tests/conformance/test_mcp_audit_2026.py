@@ -7,6 +7,8 @@ everything the client wrote.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
 import socket
 from collections.abc import Callable
@@ -262,3 +264,41 @@ def test_the_token_rides_in_the_authorization_header_of_every_request() -> None:
     assert len(requests) >= 3
     assert all(r.headers.get("Authorization") == f"Bearer {token}" for r in requests)
     assert not [r.path for r in requests if token in r.path]
+
+
+@requirement("mcp-2026-07-28-§authorization-pkce-s256")
+def test_the_authorization_code_flow_uses_pkce_s256(
+    authorization_server: AuthorizationServerFixture,
+    resource: ProtectedResource,
+    make_oauth: Callable[..., OAuth],
+) -> None:
+    """The authorization request carries an S256 code challenge and the token request
+    the verifier that hashes to it."""
+    approve = Approve(authorization_server)
+    assert call(make_oauth(handler=approve), resource.url).ok
+    (authorize,) = approve.urls
+    asked = {k: v[0] for k, v in parse_qs(urlsplit(authorize).query).items()}
+    assert asked["code_challenge_method"] == "S256"
+    (redeem,) = [
+        r
+        for r in authorization_server.token_requests
+        if r.get("grant_type") == "authorization_code"
+    ]
+    digest = hashlib.sha256(redeem["code_verifier"].encode("ascii")).digest()
+    assert base64.urlsafe_b64encode(digest).rstrip(b"=").decode() == asked["code_challenge"]
+
+
+@requirement("mcp-2026-07-28-§authorization-pkce-support-verified")
+def test_no_authorization_without_pkce_in_the_server_metadata(
+    authorization_server: AuthorizationServerFixture,
+    resource: ProtectedResource,
+    make_oauth: Callable[..., OAuth],
+) -> None:
+    """An authorization server whose metadata offers no PKCE method: the client refuses
+    before sending the user anywhere."""
+    authorization_server.pkce_methods = []
+    approve = Approve(authorization_server)
+    with pytest.raises(AuthorizationError):
+        call(make_oauth(handler=approve), resource.url)
+    assert approve.urls == []
+    assert not authorization_server.token_requests
