@@ -302,3 +302,26 @@ def test_no_authorization_without_pkce_in_the_server_metadata(
         call(make_oauth(handler=approve), resource.url)
     assert approve.urls == []
     assert not authorization_server.token_requests
+
+
+@requirement("mcp-2025-11-25-§authorization-cimd-url-https-with-path")
+@requirement("mcp-2026-07-28-§authorization-cimd-url-https-with-path")
+@pytest.mark.parametrize(
+    "document_url",
+    ["https://app.example", "https://app.example/", "http://app.example/oauth/client.json"],
+)
+def test_a_client_id_metadata_url_must_be_https_with_a_path(
+    authorization_server: AuthorizationServerFixture,
+    resource: ProtectedResource,
+    make_oauth: Callable[..., OAuth],
+    document_url: str,
+) -> None:
+    """A Client ID Metadata Document URL without a path, or on plain http to a
+    non-loopback host, is never used as ``client_id``: the login is refused before the
+    user is sent anywhere and nothing is registered."""
+    authorization_server.cimd = True
+    approve = Approve(authorization_server)
+    with pytest.raises(AuthorizationError, match="client_metadata_url"):
+        call(make_oauth(client_metadata_url=document_url, handler=approve), resource.url)
+    assert approve.urls == []
+    assert not authorization_server.registrations
