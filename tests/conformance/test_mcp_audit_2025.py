@@ -25,7 +25,6 @@ import pytest
 from a2a_sync.auth.oauth import FileTokenStore, OAuth
 from a2a_sync.errors import ToolOutputError
 from a2a_sync.mcp import ElicitRequest, ElicitResult, MCPConnection
-
 from tests.auth.oauth.conftest import Approve, authorization_server, call, make_oauth, resource
 from tests.support.oauth_resource import PRM, ProtectedResource
 from tests.support.oauth_server import AuthorizationServerFixture
@@ -189,9 +188,7 @@ def test_a_url_elicitation_is_handed_over_whole_and_never_fetched(tmp_path: Path
             return ElicitResult.decline()
 
         argv = peer(record, plan({"tools/call": [{"send": [ask], "result": TEXT}]}))
-        with MCPConnection.stdio(
-            argv, era=ERA, timeout=WAIT, elicitation_callback=elicit
-        ) as conn:
+        with MCPConnection.stdio(argv, era=ERA, timeout=WAIT, elicitation_callback=elicit) as conn:
             conn.client().call_tool("t", {})
         trap.setblocking(False)
         with pytest.raises(BlockingIOError):
@@ -302,9 +299,10 @@ def test_a_resume_waits_for_the_servers_retry_time() -> None:
     (GET + ``Last-Event-ID``) no sooner than 400 ms later. (A lower bound only: a loaded
     machine can make the wait longer, never shorter.)"""
     server = RetryingServer()
-    with server.server, MCPConnection.http(
-        server.url, era=ERA, transport="streamable-http", timeout=WAIT
-    ) as conn:
+    with (
+        server.server,
+        MCPConnection.http(server.url, era=ERA, transport="streamable-http", timeout=WAIT) as conn,
+    ):
         assert conn.client().call_tool("t", {}).text == "ok"
     assert server.resumed_at - server.closed_at >= RetryingServer.RETRY_MS / 1000
 

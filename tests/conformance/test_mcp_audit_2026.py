@@ -22,7 +22,6 @@ from a2a_sync.auth.oauth import OAuth
 from a2a_sync.errors import AuthorizationError, MCPError, RPCError
 from a2a_sync.mcp import ElicitRequest, ElicitResult, MCPConnection
 from a2a_sync.mcp.eras import ERA_CACHE
-
 from tests.auth.oauth.conftest import Approve, authorization_server, call, make_oauth, resource
 from tests.support.oauth_resource import ProtectedResource
 from tests.support.oauth_server import AuthorizationServerFixture
@@ -197,9 +196,7 @@ def test_an_input_request_elicitation_without_mode_is_form_mode(tmp_path: Path) 
 
     replies = {"tools/call": [{"result": asking}, {"result": TEXT}]}
     argv = peer(record, plan({"tools": {}}, replies))
-    with MCPConnection.stdio(
-        argv, era=MODERN, timeout=WAIT, elicitation_callback=elicit
-    ) as conn:
+    with MCPConnection.stdio(argv, era=MODERN, timeout=WAIT, elicitation_callback=elicit) as conn:
         assert conn.client().call_tool("t", {}).text == "ok"
     (request,) = asked
     assert (request.mode, request.requested_schema) == ("form", schema)
@@ -209,7 +206,7 @@ def test_an_input_request_elicitation_without_mode_is_form_mode(tmp_path: Path) 
     }
 
 
-def _redirect_params(change: Callable[[dict[str, str]], None]) -> Callable[[str], str]:
+def _redirect_params(change: Callable[[dict[str, str]], object]) -> Callable[[str], str]:
     """A tamper for :class:`Approve`: edit the redirect's query parameters."""
 
     def tamper(location: str) -> str:
