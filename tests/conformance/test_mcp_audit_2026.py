@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 
 from a2a_sync.auth.oauth import OAuth
-from a2a_sync.errors import AuthorizationError, MCPError, RPCError
+from a2a_sync.errors import AuthorizationError, InsufficientScope, MCPError, RPCError
 from a2a_sync.mcp import ElicitRequest, ElicitResult, MCPConnection
 from a2a_sync.mcp.eras import ERA_CACHE
 from tests.auth.oauth.conftest import Approve, authorization_server, call, make_oauth, resource
@@ -322,3 +322,27 @@ def test_a_client_id_metadata_url_must_be_https_with_a_path(
         call(make_oauth(client_metadata_url=document_url, handler=approve), resource.url)
     assert approve.urls == []
     assert not authorization_server.registrations
+
+
+@requirement("mcp-2025-11-25-§authorization-step-up-on-insufficient-scope")
+@requirement("mcp-2026-07-28-§authorization-step-up-on-insufficient-scope")
+def test_insufficient_scope_steps_up_with_the_union_and_gives_up_after_one_try(
+    authorization_server: AuthorizationServerFixture,
+    resource: ProtectedResource,
+    make_oauth: Callable[..., OAuth],
+) -> None:
+    """A 403 ``insufficient_scope`` challenge makes the client re-authorize with the
+    union of the scopes it asked before and the challenged ones, then retry; a scope the
+    server never grants ends after one re-authorization with a clear error."""
+    resource.required = {"/api": ["read", "write"]}
+    approve = Approve(authorization_server)
+    oauth = make_oauth(handler=approve)
+    assert call(oauth, resource.url).ok
+    scopes = [parse_qs(urlsplit(u).query)["scope"][0].split() for u in approve.urls]
+    assert scopes == [["read"], ["read", "write"]]
+
+    authorization_server.grantable = {"read", "write"}
+    resource.required = {"/api": ["admin"]}
+    with pytest.raises(InsufficientScope, match="did not grant"):
+        call(oauth, resource.url)
+    assert len(approve.urls) == 3
