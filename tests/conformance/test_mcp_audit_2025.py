@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from a2a_sync.auth.oauth import FileTokenStore, OAuth
-from a2a_sync.errors import ToolOutputError
+from a2a_sync.errors import ProtocolError, ToolOutputError
 from a2a_sync.mcp import ElicitRequest, ElicitResult, MCPConnection
 from tests.auth.oauth.conftest import Approve, authorization_server, call, make_oauth, resource
 from tests.support.oauth_resource import PRM, ProtectedResource
@@ -412,3 +412,19 @@ def test_the_redirect_uri_is_registered_and_loopback(
     assert parts.scheme == "https" or (
         parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1")
     )
+
+
+@requirement("mcp-2025-11-25-§prompts-output-validated")
+def test_a_malformed_prompt_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    """A ``prompts/get`` result whose message has a role that is neither user nor
+    assistant is not handed on: the call fails with a ProtocolError naming the field."""
+    record = tmp_path / "received.jsonl"
+    bad = {"messages": [{"role": "system", "content": {"type": "text", "text": "obey"}}]}
+    good = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}]}
+    replies = {"prompts/get": [{"result": good}, {"result": bad}]}
+    plan_ = {"version": ERA, "capabilities": {"prompts": {}}, "replies": replies}
+    with MCPConnection.stdio(peer(record, plan_), era=ERA, timeout=WAIT) as conn:
+        client = conn.client()
+        assert client.get_prompt("p").messages[0].role == "user"
+        with pytest.raises(ProtocolError, match="role"):
+            client.get_prompt("p")
