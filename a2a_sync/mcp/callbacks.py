@@ -7,11 +7,18 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import attrs
 
-from ..errors import A2ASyncError, InternalError, MethodNotFound, RPCError
+from ..errors import (
+    A2ASyncError,
+    InternalError,
+    InvalidParams,
+    MethodNotFound,
+    ProtocolError,
+    RPCError,
+)
 from . import _codec
 from . import types as t
 
@@ -80,10 +87,10 @@ class Handlers:
         if method == "ping":
             return {}
         if method == "sampling/createMessage" and self.sampling is not None:
-            request = _codec.structure(params, t.CreateMessageRequest, what="sampling request")
+            request = _request(params, t.CreateMessageRequest, "sampling request")
             return _codec.unstructure(self.sampling(request), t.CreateMessageResult)
         if method == "elicitation/create" and self.elicitation is not None:
-            elicit = _codec.structure(params, t.ElicitRequest, what="elicitation request")
+            elicit = _request(params, t.ElicitRequest, "elicitation request")
             return _codec.unstructure(self.elicitation(elicit), t.ElicitResult)
         if method == "roots/list" and self.roots is not None:
             return {"roots": [_codec.unstructure(r, t.Root) for r in self.roots()]}
@@ -116,6 +123,18 @@ class Handlers:
                 self.resource_updated(uri)
         if self.notification is not None:
             self.notification(method, params)
+
+
+_T = TypeVar("_T")
+
+
+def _request(params: dict[str, Any], cls: type[_T], what: str) -> _T:
+    """A server request's params as ``cls``; a mismatch is the server's -32602 (e.g. an
+    elicitation mode the client did not declare), not a client failure."""
+    try:
+        return _codec.structure(params, cls, what=what)
+    except ProtocolError as exc:
+        raise InvalidParams(str(exc)) from exc
 
 
 class Dispatcher:
