@@ -30,6 +30,8 @@ from .primitives import (
     load_bool,
     load_int,
     load_object,
+    load_optional_object,
+    load_optional_str,
     load_str,
     parse_timestamp,
 )
@@ -168,6 +170,9 @@ def build_converter(revision: str, *, detailed: bool) -> Converter:
     conv.register_structure_hook(bool, load_bool)
     conv.register_structure_hook(int, load_int)
     conv.register_structure_hook_func(lambda t: t == dict[str, Any], load_object)
+    # The optional fields of every model: one call instead of cattrs' Optional dispatch.
+    conv.register_structure_hook_func(lambda t: t == str | None, load_optional_str)
+    conv.register_structure_hook_func(lambda t: t == dict[str, Any] | None, load_optional_object)
     conv.register_unstructure_hook_func(lambda t: t == dict[str, Any], identity)
     conv.register_structure_hook(datetime, lambda v, _: parse_timestamp(v))
     conv.register_unstructure_hook(datetime, format_timestamp)
