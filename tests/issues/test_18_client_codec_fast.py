@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from a2a_sync.a2a.codec import V0_3, V1_0, Codec
+from a2a_sync.a2a.methods import IDEMPOTENT, Operation, wire_name
 from a2a_sync.a2a.types import (
     Message,
     Part,
@@ -17,6 +18,7 @@ from a2a_sync.a2a.types import (
     SendMessageConfiguration,
     SendMessageParams,
     Task,
+    TaskState,
 )
 from a2a_sync.client._message import as_message
 from a2a_sync.errors import ProtocolError
@@ -113,3 +115,18 @@ def test_task_send_result_with_optional_fields_loads() -> None:
     with pytest.raises(ProtocolError) as caught:
         V1_0.load_send_result({"task": {**obj["task"], "contextId": 5}})
     assert any("$.task.contextId" in line for line in caught.value.details)
+
+
+def test_enum_hashes_keep_their_lookups() -> None:
+    # Role and TaskState hash as their string (their names are their values), so a member
+    # and its plain value still find each other in sets and dict keys.
+    for member in (*Role, *TaskState):
+        assert member.name == member.value
+        assert hash(member) == hash(member.value)
+        assert {member.value: 1}[member] == 1
+    assert TaskState.completed.is_terminal
+    assert not TaskState.working.is_terminal
+    assert Operation.GET_TASK in IDEMPOTENT
+    assert Operation.SEND_MESSAGE not in IDEMPOTENT
+    assert wire_name(Operation.SEND_MESSAGE, "1.0") == "SendMessage"
+    assert len({*Operation}) == len(Operation)
