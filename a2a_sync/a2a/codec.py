@@ -231,10 +231,15 @@ class Codec:
         0.3 always states ``blocking`` (``not configuration.return_immediately``) so both
         revisions behave alike whatever the agent's 0.3 default is.
         """
-        params = SendMessageParams(
-            message=message, configuration=configuration, metadata=metadata, tenant=tenant
-        )
-        out: dict[str, Any] = self.dump(params)
+        if configuration is None and metadata is None and tenant is None:
+            # The common call: what SendMessageParams' hook writes, without building one.
+            out: dict[str, Any] = {"message": self.dump(message)}
+        else:
+            out = self.dump(
+                SendMessageParams(
+                    message=message, configuration=configuration, metadata=metadata, tenant=tenant
+                )
+            )
         if self.revision == "0.3" and configuration is None:
             out["configuration"] = {"blocking": True}
         return out

@@ -30,6 +30,8 @@ from .primitives import (
     load_bool,
     load_int,
     load_object,
+    load_optional_object,
+    load_optional_str,
     load_str,
     parse_timestamp,
 )
@@ -126,6 +128,7 @@ def build_converters(revision: str) -> Converters:
 def build_converter(revision: str, *, detailed: bool) -> Converter:
     """Build the converter for one revision; ``detailed`` collects errors with paths."""
     import cattrs  # noqa: PLC0415 - cattrs is imported on first use, not at import time
+    import cattrs.fns  # noqa: PLC0415
     from cattrs.gen import (  # noqa: PLC0415
         make_dict_structure_fn,
         make_dict_unstructure_fn,
@@ -168,7 +171,15 @@ def build_converter(revision: str, *, detailed: bool) -> Converter:
     conv.register_structure_hook(bool, load_bool)
     conv.register_structure_hook(int, load_int)
     conv.register_structure_hook_func(lambda t: t == dict[str, Any], load_object)
+    # The optional fields of every model: one call instead of cattrs' Optional dispatch.
+    conv.register_structure_hook_func(lambda t: t == str | None, load_optional_str)
+    conv.register_structure_hook_func(lambda t: t == dict[str, Any] | None, load_optional_object)
     conv.register_unstructure_hook_func(lambda t: t == dict[str, Any], identity)
+    # Optional strings and objects are written as they are; cattrs' own identity lets its
+    # generated dumpers inline them (no call per field).
+    conv.register_unstructure_hook_func(
+        lambda t: t == str | None or t == dict[str, Any] | None, cattrs.fns.identity
+    )
     conv.register_structure_hook(datetime, lambda v, _: parse_timestamp(v))
     conv.register_unstructure_hook(datetime, format_timestamp)
 

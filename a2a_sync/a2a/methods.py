@@ -28,6 +28,10 @@ REVISIONS: Final[tuple[Revision, ...]] = ("1.0", "0.3")
 class Operation(enum.Enum):
     """An A2A operation, independent of its wire spelling."""
 
+    # Members compare by identity: hash them so too, in C (Enum's hashes the name in Python,
+    # twice per call: the method name and the idempotency set).
+    __hash__ = object.__hash__
+
     SEND_MESSAGE = "send_message"
     SEND_STREAMING_MESSAGE = "send_streaming_message"
     GET_TASK = "get_task"

@@ -24,6 +24,8 @@ __all__ = [
     "identity",
     "load_bool",
     "load_int",
+    "load_optional_object",
+    "load_optional_str",
     "load_object",
     "load_str",
     "parse_timestamp",
@@ -72,6 +74,19 @@ def load_int(value: Any, _: Any) -> int:
 
 def load_object(value: Any, _: Any) -> dict[str, Any]:
     if value.__class__ is dict:
+        return value
+    raise TypeError("expected a JSON object")
+
+
+def load_optional_str(value: Any, _: Any) -> str | None:
+    # ``str | None`` without cattrs' generic Optional dispatch (a lookup per field per load).
+    if value is None or value.__class__ is str:
+        return value
+    raise TypeError("expected a string")
+
+
+def load_optional_object(value: Any, _: Any) -> dict[str, Any] | None:
+    if value is None or value.__class__ is dict:
         return value
     raise TypeError("expected a JSON object")
 

@@ -7,13 +7,20 @@ attempt on every agent carries the same ``message_id``.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from ..a2a.codec import Codec
-from ..a2a.types import Message, Part, PushNotificationConfig, SendMessageConfiguration
+from ..a2a.types import (
+    Message,
+    Part,
+    PushNotificationConfig,
+    Role,
+    SendMessageConfiguration,
+)
 
 __all__ = ["MessageInput", "as_message", "send_params"]
 
@@ -29,6 +36,15 @@ def as_message(message: MessageInput, *, task_id: str | None, context_id: str | 
             message,
             task_id=task_id if task_id is not None else message.task_id,
             context_id=context_id if context_id is not None else message.context_id,
+        )
+    if isinstance(message, str):
+        # The common call (text): Message.user's result without its generic steps.
+        return Message(
+            role=Role.user,
+            parts=[Part(text=message)],
+            message_id=str(uuid.uuid4()),
+            context_id=context_id,
+            task_id=task_id,
         )
     content: Sequence[str | Part] = (message,) if isinstance(message, (str, Part)) else message
     return Message.user(*content, task_id=task_id, context_id=context_id)
