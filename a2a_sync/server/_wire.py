@@ -276,7 +276,8 @@ def proto_names_to_json(value: Any) -> Any:
         name = _lower_camel(key) if "_" in key else key
         if name != key and name in value:
             continue  # both spellings: the JSON name is the one kept
-        out[name] = item if name in _FREE_FORM else proto_names_to_json(item)
+        walk = isinstance(item, (dict, list))  # (scalars: no call)
+        out[name] = proto_names_to_json(item) if walk and name not in _FREE_FORM else item
     return out
 
 

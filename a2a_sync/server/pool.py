@@ -108,7 +108,7 @@ class WorkerPool:
             self._slots.release()
             with self._lock:
                 self._inline -= 1
-                if not self._inline:
+                if not self._inline and self._closed:  # (only shutdown waits on it)
                     self._inline_done.notify_all()
         return True
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import threading
+import uuid
 
 from a2a_sync.server._flag import Flag
+from a2a_sync.server._ids import new_uuid4
 
 
 def test_wait_wakes_every_waiter_on_set() -> None:
@@ -35,3 +37,14 @@ def test_wait_times_out_unset_and_set_is_idempotent() -> None:
     flag.set()
     assert flag.wait(timeout=0) is True
     assert flag.wait() is True
+
+
+def test_new_uuid4_is_a_random_version_4_uuid_in_canonical_text() -> None:
+
+    ids = {new_uuid4() for _ in range(1000)}
+    assert len(ids) == 1000
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text
+        assert parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122
