@@ -43,7 +43,7 @@ class Flag:
         if self._set:
             return True
         with self._lock:
-            if self._set:
+            if self.is_set():  # (set meanwhile)
                 return True
             if self._cond is None:
                 self._cond = threading.Condition(self._lock)
