@@ -172,8 +172,8 @@ def loads_strict(body: bytes) -> Any:
     Raises:
         ParseError: Not JSON, invalid UTF-8, ``NaN``, duplicate members, too deep.
     """
-    try:
-        return json.loads(body, parse_constant=_no_constant, object_pairs_hook=_unique_members)
+    try:  # (json.loads(body, ...) with one decoder built once instead of per call)
+        return _STRICT.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
     except (ValueError, RecursionError) as exc:
         raise ParseError() from exc
 
@@ -192,6 +192,9 @@ def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(out) != len(pairs):
         raise ValueError("duplicate member name")
     return out
+
+
+_STRICT: Final = json.JSONDecoder(parse_constant=_no_constant, object_pairs_hook=_unique_members)
 
 
 def read_body(environ: Mapping[str, Any], limit: int) -> bytes | None:
