@@ -3,7 +3,6 @@ about one message an agent handles (:class:`RequestContext`, handed to executors
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +10,7 @@ import attrs
 
 from ..a2a.methods import Operation
 from ..a2a.types import Message, SendMessageConfiguration, Task
+from ._flag import Flag
 from .auth import ANONYMOUS, Principal
 
 __all__ = ["CallContext", "RequestContext"]
@@ -73,9 +73,7 @@ class RequestContext:
     principal: Principal = ANONYMOUS
     requested_extensions: frozenset[str] = frozenset()
     call: CallContext = attrs.field(factory=CallContext, repr=False)
-    _cancelled: threading.Event = attrs.field(
-        factory=threading.Event, repr=False, eq=False, alias="_cancelled"
-    )
+    _cancelled: Flag = attrs.field(factory=Flag, repr=False, eq=False, alias="_cancelled")
 
     @property
     def text(self) -> str:

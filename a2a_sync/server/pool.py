@@ -108,9 +108,12 @@ class WorkerPool:
             self._slots.release()
             with self._lock:
                 self._inline -= 1
-                if not self._inline:
+                if not self._inline and self._shutting_down():  # (only shutdown waits)
                     self._inline_done.notify_all()
         return True
+
+    def _shutting_down(self) -> bool:
+        return self._closed  # (a call: read again after run_here's check above)
 
     def _run(self) -> None:
         while True:

@@ -29,6 +29,7 @@ from ..errors import (
     TaskNotFound,
     UnsupportedOperation,
 )
+from ._flag import Flag
 from .event_stream import EventStream, SnapshotStream, TaskSubscriptionStream
 from .events import Subscription
 from .executor import AgentExecutor, RequestContext, TaskUpdater
@@ -81,11 +82,11 @@ class Run:
         #: Set once the task exists in the store (or the run ended without one). An
         #: unreported creation (see _unreported) may not be durable yet: whoever answers
         #: from it reads the task (outcome), which commits it first.
-        self.created = threading.Event()
+        self.created = Flag()
         #: Set once a blocking send may answer: final state, direct reply, or run end.
-        self.settled = threading.Event()
+        self.settled = Flag()
         #: Set once ``execute`` returned or raised.
-        self.done = threading.Event()
+        self.done = Flag()
         self.reply: Message | None = None
         self.error: RPCError | None = None
         self._listeners: list[Subscription] = []
