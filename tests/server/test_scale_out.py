@@ -273,6 +273,7 @@ class Balancer:
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._closed = False
         self._spawn(self._accept)
 
     def _spawn(self, target: object, *args: object) -> None:
@@ -291,6 +292,10 @@ class Balancer:
             upstream = socket.create_connection(self._upstreams[index], timeout=WAIT)
             upstream.settimeout(None)
             with self._lock:
+                if self._closed:  # accepted just before close(): nobody would close these
+                    client.close()
+                    upstream.close()
+                    return
                 self.per_upstream[index] += 1
                 self._sockets += [client, upstream]
             self._spawn(self._requests, client, upstream)
@@ -324,6 +329,11 @@ class Balancer:
                         with self._lock:
                             self.cuts += 1
                         _reset(client)
+                        # shutdown wakes the pump thread blocked in upstream.recv(); a
+                        # close() alone would leave it blocked until the worker's idle
+                        # timeout closed the connection from its side.
+                        with contextlib.suppress(OSError):
+                            upstream.shutdown(socket.SHUT_RDWR)
                         upstream.close()
                         return
         except OSError:
@@ -343,6 +353,7 @@ class Balancer:
             self._listener.shutdown(socket.SHUT_RDWR)  # wakes accept() (close alone does not)
         self._listener.close()
         with self._lock:
+            self._closed = True
             sockets, threads = list(self._sockets), list(self._threads)
         for sock in sockets:
             with contextlib.suppress(OSError):
