@@ -231,8 +231,13 @@ def test_an_idempotent_message_cut_in_flight_is_resent_with_its_id(
                     idempotent=True,
                 )
         resent_on = proxy.connections_accepted
-    assert delays == [0.5]
-    assert resent_on == 2  # sent again, on a new connection
+    # The first resend waits the policy's first back-off. grpcio may still report the
+    # cut connection READY for a moment, so that resend can meet it and be retried once
+    # more (seen under load): what matters is that the message was sent again, with its
+    # id, on a new connection, and ran once.
+    assert delays[0] == 0.5
+    assert len(delays) <= 2
+    assert resent_on >= 2  # sent again, on a new connection
     # a2a_sync's server answers the resent messageId from the first run (deduplication)
     assert agent.calls == 1
     assert answer["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
