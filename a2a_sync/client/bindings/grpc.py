@@ -215,8 +215,8 @@ class GRPCTransport:
             RPCError: The agent answered with an A2A error (typed by its reason).
             HTTPStatusError, TransportError: See the module docstring.
         """
-        method = method_for(operation)
-        request = to_message(method.request, self._params(params), method.name)
+        method = self._method(operation)
+        request = self._request(method, params)
         budget = _deadline(self.timeout if timeout is None else Timeout.coerce(timeout))
         start = time.monotonic()
         sent = self._metadata(card)
@@ -224,9 +224,7 @@ class GRPCTransport:
             answer = self.channel.callable(method)(request, timeout=budget, metadata=sent)
         except grpc.RpcError as exc:
             answer = self._recover(exc, sent, method, request, budget, start, card, idempotent)
-        if operation is Operation.DELETE_PUSH_CONFIG:
-            return None  # google.protobuf.Empty
-        return from_message(answer)
+        return self._result(operation, method, answer)
 
     def open_stream(
         self,
@@ -245,8 +243,8 @@ class GRPCTransport:
         answered by the credential and the call opened again, as for unary calls.
         """
         del timeout, reconnect  # streams have no deadline; the idle timeout bounds silence
-        method = method_for(operation)
-        request = to_message(method.request, self._params(params), method.name)
+        method = self._method(operation)
+        request = self._request(method, params)
         opener = StreamOpener(
             lambda metadata: self.channel.callable(method)(request, metadata=metadata),
             lambda: self._metadata(card),
@@ -265,6 +263,19 @@ class GRPCTransport:
     def unwrap_event(self, payload: Any, request_ids: Collection[int | str]) -> Any:
         """A stream event is a ``StreamResponse`` dict already (errors end the call)."""
         return payload
+
+    # -- the revision's method table and conversions (GRPCV03Transport overrides them) ------
+
+    def _method(self, operation: Operation) -> Method:
+        return method_for(operation)
+
+    def _request(self, method: Method, params: dict[str, Any]) -> Any:
+        return to_message(method.request, self._params(params), method.name)
+
+    def _result(self, operation: Operation, method: Method, answer: Any) -> Any:
+        if operation is Operation.DELETE_PUSH_CONFIG:
+            return None  # google.protobuf.Empty
+        return from_message(answer)
 
     # -- helpers ----------------------------------------------------------------------------
 

@@ -17,7 +17,6 @@ ListTasks (MethodNotFound, as over 0.3 JSON-RPC).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Collection
 from typing import Any, ClassVar
 
@@ -33,14 +32,9 @@ from ...a2a.grpc_v03.convert import (
 from ...a2a.grpc_v03.messages import method_for
 from ...a2a.methods import Operation
 from ...a2a.rest_v03 import event_from_wire
-from ...a2a.types import AgentCard
 from ...errors import A2ASyncError, MethodNotFound
-from ...policies import Timeout
-from ..auth import AuthRetry
-from .grpc import GRPCTransport, _deadline
-from .grpc_retry import StreamOpener, status_name
-from .grpc_stream import GRPCEventStream
-from .jsonrpc import TimeoutArg
+from .grpc import GRPCTransport
+from .grpc_retry import status_name
 
 __all__ = ["GRPCV03Transport", "grpc_binding"]
 
@@ -66,54 +60,11 @@ class GRPCV03Transport(GRPCTransport):
             )
         return method
 
-    def call(
-        self,
-        operation: Operation,
-        params: dict[str, Any],
-        *,
-        timeout: TimeoutArg,
-        idempotent: bool = False,
-        card: AgentCard | None = None,
-    ) -> Any:
-        """Send one unary call and return its 0.3 JSON-RPC result (see the base class)."""
-        method = self._method(operation)
-        request = request_of(method, params)
-        budget = _deadline(self.timeout if timeout is None else Timeout.coerce(timeout))
-        start = time.monotonic()
-        sent = self._metadata(card)
-        try:
-            answer = self.channel.callable(method)(request, timeout=budget, metadata=sent)
-        except grpc.RpcError as exc:
-            answer = self._recover(exc, sent, method, request, budget, start, card, idempotent)
-        return result_from_message(method, answer)
+    def _request(self, method: Method, params: dict[str, Any]) -> Any:
+        return request_of(method, params)
 
-    def open_stream(
-        self,
-        operation: Operation,
-        params: dict[str, Any],
-        *,
-        timeout: TimeoutArg = None,
-        reconnect: Any = None,
-        card: AgentCard | None = None,
-    ) -> tuple[Any, int | str]:
-        """Start a server-streaming call (see the base class)."""
-        del timeout, reconnect
-        method = self._method(operation)
-        request = request_of(method, params)
-        opener = StreamOpener(
-            lambda metadata: self.channel.callable(method)(request, metadata=metadata),
-            lambda: self._metadata(card),
-            AuthRetry(self.credentials, self.target.origin),
-        )
-        stream = GRPCEventStream(
-            opener.open(),
-            reopen=opener.reopen,
-            threaded=self.threaded_streams,
-            idle_timeout=self.stream_idle_timeout,
-            error=lambda exc: self._error(exc, method, None, streaming=True),
-            url=self.target.target,
-        )
-        return stream, self.ids()
+    def _result(self, operation: Operation, method: Method, answer: Any) -> Any:
+        return result_from_message(method, answer)  # the 0.3 JSON-RPC result
 
     def unwrap_event(self, payload: Any, request_ids: Collection[int | str]) -> Any:
         """A ``StreamResponse``'s ProtoJSON dict as the 0.3 JSON event."""
