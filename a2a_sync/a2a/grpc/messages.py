@@ -23,28 +23,43 @@ from google.protobuf.descriptor import FileDescriptor
 from ..methods import STREAMING, Operation, lookup
 from ._descriptor import SERIALIZED
 
-__all__ = ["METHODS", "POOL", "SERVICE", "Method", "message_class", "method_for"]
+__all__ = [
+    "METHODS",
+    "POOL",
+    "SERVICE",
+    "Method",
+    "message_class",
+    "method_for",
+    "private_pool",
+]
 
 #: The full name of the service; rpc paths are ``/lf.a2a.v1.A2AService/<Rpc>``.
 SERVICE: Final = "lf.a2a.v1.A2AService"
+
+
+def private_pool(serialized: bytes) -> descriptor_pool.DescriptorPool:
+    """A descriptor pool of its own holding the compiled ``serialized`` proto file and the
+    google imports it needs (not protobuf's default pool: see the module docstring)."""
+    pool = descriptor_pool.DescriptorPool()
+    seen: set[str] = set()
+
+    def add(file: FileDescriptor) -> None:
+        if file.name in seen:
+            return
+        for dependency in file.dependencies:
+            add(dependency)
+        pool.AddSerializedFile(file.serialized_pb)
+        seen.add(file.name)
+
+    for module in (annotations_pb2, client_pb2, field_behavior_pb2, empty_pb2, struct_pb2):
+        add(module.DESCRIPTOR)
+    add(timestamp_pb2.DESCRIPTOR)
+    pool.AddSerializedFile(serialized)
+    return pool
+
+
 #: The pool holding ``lf.a2a.v1`` and its imports (not protobuf's default pool).
-POOL: Final = descriptor_pool.DescriptorPool()
-
-
-def _add(file: FileDescriptor, seen: set[str]) -> None:
-    if file.name in seen:
-        return
-    for dependency in file.dependencies:
-        _add(dependency, seen)
-    POOL.AddSerializedFile(file.serialized_pb)
-    seen.add(file.name)
-
-
-_seen: set[str] = set()
-for _module in (annotations_pb2, client_pb2, field_behavior_pb2, empty_pb2, struct_pb2):
-    _add(_module.DESCRIPTOR, _seen)
-_add(timestamp_pb2.DESCRIPTOR, _seen)
-_FILE: Final = POOL.AddSerializedFile(SERIALIZED)
+POOL: Final = private_pool(SERIALIZED)
 
 
 def message_class(name: str) -> Any:

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from google.api import annotations_pb2, client_pb2, field_behavior_pb2
-from google.protobuf import descriptor_pool, empty_pb2, message_factory, struct_pb2, timestamp_pb2
-from google.protobuf.descriptor import FileDescriptor
+from google.protobuf import message_factory
 
-from ..grpc.messages import Method
+from ..grpc.messages import Method, private_pool
 from ..methods import STREAMING, Operation
 from ._descriptor import SERIALIZED
 
@@ -26,7 +24,7 @@ __all__ = ["METHODS", "POOL", "SERVICE", "message_class", "method_for"]
 #: The full name of the service; rpc paths are ``/a2a.v1.A2AService/<Rpc>``.
 SERVICE: Final = "a2a.v1.A2AService"
 #: The pool holding ``a2a.v1`` and its imports (not protobuf's default pool).
-POOL: Final = descriptor_pool.DescriptorPool()
+POOL: Final = private_pool(SERIALIZED)
 
 #: The 0.3 rpcs and the operations they stand for.
 _RPCS: Final = {
@@ -43,22 +41,6 @@ _RPCS: Final = {
     # client calls it for the extended card: the authenticated card of 0.3 JSON-RPC.
     "GetAgentCard": Operation.GET_EXTENDED_CARD,
 }
-
-
-def _add(file: FileDescriptor, seen: set[str]) -> None:
-    if file.name in seen:
-        return
-    for dependency in file.dependencies:
-        _add(dependency, seen)
-    POOL.AddSerializedFile(file.serialized_pb)
-    seen.add(file.name)
-
-
-_seen: set[str] = set()
-for _module in (annotations_pb2, client_pb2, field_behavior_pb2, empty_pb2, struct_pb2):
-    _add(_module.DESCRIPTOR, _seen)
-_add(timestamp_pb2.DESCRIPTOR, _seen)
-_FILE: Final = POOL.AddSerializedFile(SERIALIZED)
 
 
 def message_class(name: str) -> Any:
