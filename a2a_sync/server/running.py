@@ -8,11 +8,11 @@ server protects an app without its own ``allowed_hosts`` against DNS rebinding.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 import threading
 from typing import Any, Final
 
+from .._net.secure import is_loopback
 from ..errors import ConfigurationError, install_hint
 from .announce import bind_error
 from .app import (
@@ -84,7 +84,7 @@ class RunningServer:
             )
         self.app = app
         wsgi = app
-        if _is_loopback(host) and getattr(app, "allowed_hosts", None) is None:
+        if is_loopback(host) and getattr(app, "allowed_hosts", None) is None:
             wsgi = _LoopbackOnly(app)
         max_body = app.max_body_bytes if isinstance(app, A2AApplication) else DEFAULT_MAX_BODY_BYTES
         settings = {**limits.waitress_settings(max_body), **options}
@@ -236,12 +236,3 @@ class _LoopbackOnly:
             )
             return [body]
         return self._app(environ, start_response)
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
