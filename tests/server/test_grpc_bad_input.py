@@ -7,8 +7,10 @@ client would: broken messages, unknown enum numbers, missing fields, bad metadat
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
+from concurrent import futures
 from typing import Any
 
 import attrs
@@ -25,6 +27,7 @@ from a2a_sync.a2a.grpc.messages import METHODS  # noqa: E402
 from a2a_sync.a2a.methods import Operation  # noqa: E402
 from a2a_sync.server.app import A2AApplication  # noqa: E402
 from a2a_sync.server.bindings.grpc import GRPCServer  # noqa: E402
+from a2a_sync.server.bindings.grpc_service import A2AServiceHandlers  # noqa: E402
 from tests.server.agents import WAIT, EchoAgent, card  # noqa: E402
 
 SEND = METHODS[Operation.SEND_MESSAGE]
@@ -168,14 +171,57 @@ def test_invalid_version_metadata_is_version_not_supported(
     still_serving(channel, app, agent)
 
 
-def test_an_expired_deadline_runs_nothing(
-    channel: Any, app: A2AApplication, agent: EchoAgent
-) -> None:
-    with pytest.raises(grpc.RpcError) as caught:
-        unary(channel)(send_bytes(), timeout=1e-6, metadata=VERSION)
-    assert caught.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
-    assert agent.calls == 0
-    still_serving(channel, app, agent)
+class HeldPastDeadline(grpc.ServerInterceptor):  # type: ignore[name-defined,misc]
+    """Holds the first SendMessage call in the server until the server itself has ended
+    the call for its deadline, then hands it to our handler: the state of a call that waited
+    in a busy server's queue past its deadline. (Ordering by the call's own end event:
+    no sleeps and no race with the client's clock.)"""
+
+    def __init__(self) -> None:
+        self.handled = threading.Event()
+        self.armed = True
+
+    def intercept_service(self, continuation: Any, details: Any) -> Any:
+        handler = continuation(details)
+        if handler is None or details.method != SEND.path or not self.armed:
+            return handler
+        self.armed = False
+        inner = handler.unary_unary
+
+        def held(request: Any, context: Any) -> Any:
+            ended = threading.Event()
+            if not context.add_callback(ended.set):  # False: the call has ended already
+                ended.set()
+            try:
+                assert ended.wait(WAIT)
+                return inner(request, context)
+            finally:
+                self.handled.set()
+
+        return handler._replace(unary_unary=held)
+
+
+def test_an_expired_deadline_runs_nothing(app: A2AApplication, agent: EchoAgent) -> None:
+    held = HeldPastDeadline()
+    pool = futures.ThreadPoolExecutor(2, thread_name_prefix="test-grpc-held")
+    server = grpc.server(
+        pool,
+        handlers=[A2AServiceHandlers(app, lambda: address).handler()],
+        interceptors=[held],
+    )
+    address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    server.start()
+    try:
+        with grpc.insecure_channel(address) as channel:
+            with pytest.raises(grpc.RpcError) as caught:
+                unary(channel)(send_bytes(), timeout=0.2, metadata=VERSION)
+            assert caught.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+            assert held.handled.wait(WAIT)
+            assert agent.calls == 0  # our handler saw the passed deadline and ran nothing
+            still_serving(channel, app, agent)
+    finally:
+        server.stop(None).wait(WAIT)
+        pool.shutdown(wait=True)
 
 
 def test_a_stream_never_read_is_released_when_the_client_goes(
