@@ -172,21 +172,23 @@ def test_invalid_version_metadata_is_version_not_supported(
 
 
 class HeldPastDeadline(grpc.ServerInterceptor):  # type: ignore[name-defined,misc]
-    """Holds the first SendMessage call in the server until the server itself has ended
+    """Holds the first call of ``path`` in the server until the server itself has ended
     the call for its deadline, then hands it to our handler: the state of a call that waited
     in a busy server's queue past its deadline. (Ordering by the call's own end event:
     no sleeps and no race with the client's clock.)"""
 
-    def __init__(self) -> None:
+    def __init__(self, path: str) -> None:
+        self.path = path
         self.handled = threading.Event()
         self.armed = True
 
     def intercept_service(self, continuation: Any, details: Any) -> Any:
         handler = continuation(details)
-        if handler is None or details.method != SEND.path or not self.armed:
+        if handler is None or details.method != self.path or not self.armed:
             return handler
         self.armed = False
-        inner = handler.unary_unary
+        kind = "unary_stream" if handler.response_streaming else "unary_unary"
+        inner = getattr(handler, kind)
 
         def held(request: Any, context: Any) -> Any:
             ended = threading.Event()
@@ -194,15 +196,26 @@ class HeldPastDeadline(grpc.ServerInterceptor):  # type: ignore[name-defined,mis
                 ended.set()
             try:
                 assert ended.wait(WAIT)
-                return inner(request, context)
+                answer = inner(request, context)
+                return list(answer) if kind == "unary_stream" else answer
             finally:
                 self.handled.set()
 
-        return handler._replace(unary_unary=held)
+        return handler._replace(**{kind: held})
 
 
-def test_an_expired_deadline_runs_nothing(app: A2AApplication, agent: EchoAgent) -> None:
-    held = HeldPastDeadline()
+def call_once(channel: Any, method: Any) -> Any:
+    """The method called with a 0.2 s deadline (a stream read to its end)."""
+    if method.streaming:
+        return list(channel.unary_stream(method.path)(send_bytes(), timeout=0.2, metadata=VERSION))
+    return channel.unary_unary(method.path)(send_bytes(), timeout=0.2, metadata=VERSION)
+
+
+@pytest.mark.parametrize("method", [SEND, STREAM], ids=["unary", "stream"])
+def test_an_expired_deadline_runs_nothing(
+    method: Any, app: A2AApplication, agent: EchoAgent
+) -> None:
+    held = HeldPastDeadline(method.path)
     pool = futures.ThreadPoolExecutor(2, thread_name_prefix="test-grpc-held")
     server = grpc.server(
         pool,
@@ -214,10 +227,11 @@ def test_an_expired_deadline_runs_nothing(app: A2AApplication, agent: EchoAgent)
     try:
         with grpc.insecure_channel(address) as channel:
             with pytest.raises(grpc.RpcError) as caught:
-                unary(channel)(send_bytes(), timeout=0.2, metadata=VERSION)
+                call_once(channel, method)
             assert caught.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
             assert held.handled.wait(WAIT)
             assert agent.calls == 0  # our handler saw the passed deadline and ran nothing
+            assert app.active_streams == 0
             still_serving(channel, app, agent)
     finally:
         server.stop(None).wait(WAIT)

@@ -119,6 +119,13 @@ _EXPIRED: Final = _Status(
 )
 
 
+def _expired(context: grpc.ServicerContext) -> bool:
+    """The caller gave up already (a call that waited for a pool thread past its
+    deadline): such a call must not act."""
+    remaining = context.time_remaining()
+    return remaining is not None and remaining <= 0
+
+
 class GRPCStreamBody(SSEBody):
     """A stream of the application whose items are the events themselves: the rpc's
     generator turns them into ``StreamResponse`` messages. Heartbeats are not needed
@@ -287,9 +294,8 @@ class A2AServiceHandlers:
         operation = method.operation
         try:
             params, call, environ = self._begin(request, context, method)
-            remaining = context.time_remaining()
-            if remaining is not None and remaining <= 0:
-                return _EXPIRED  # the caller gave up already: do not act on it
+            if _expired(context):
+                return _EXPIRED
             result = self._app.handler.dispatch(operation, params, call)
             if operation is Operation.GET_EXTENDED_CARD:
                 result = self._app._cards.extended(result, environ)
@@ -308,6 +314,8 @@ class A2AServiceHandlers:
             failure: _Status | None = None
             try:
                 params, call, _ = self._begin(request, context, method)
+                if _expired(context):
+                    raise _Refused(_EXPIRED)
                 body = self._app._stream(
                     _no_start_response,
                     method.operation,
@@ -326,8 +334,9 @@ class A2AServiceHandlers:
             if failure is not None:
                 context.abort_with_status(failure)
             # The client going away (cancel, closed channel, deadline) ends the stream now,
-            # not at the next event.
-            context.add_callback(body.interrupt)
+            # not at the next event; a call that ended already is interrupted at once.
+            if not context.add_callback(body.interrupt):
+                body.interrupt()
             yield from self._events(body, method, context)
 
         return handle
