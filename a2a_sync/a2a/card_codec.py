@@ -192,9 +192,9 @@ def _card_v03(card: AgentCard, legacy: list[AgentInterface]) -> dict[str, Any]:
         "preferredTransport": primary.protocol_binding,
         "protocolVersion": primary.protocol_version,
     }
-    if len(legacy) > 1:
+    if len(legacy) > 1:  # 0.3 types: "SHOULD include an entry matching the main url"
         out["additionalInterfaces"] = [
-            {"url": i.url, "transport": i.protocol_binding} for i in legacy[1:]
+            {"url": i.url, "transport": i.protocol_binding} for i in legacy
         ]
     for key in ("provider", "documentationUrl", "iconUrl"):
         if key in v1:

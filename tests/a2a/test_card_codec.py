@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from a2a_sync.a2a.card_codec import dump_card, load_card
@@ -194,8 +195,9 @@ def test_pure_0_3_card_is_the_0_3_layout() -> None:
     wire = dump_card(CARD, "0.3")
 
     assert wire["protocolVersion"] == "0.3"
-    assert wire["additionalInterfaces"] == [
-        {"url": "https://agent.example/rest", "transport": "HTTP+JSON"}
+    assert wire["additionalInterfaces"] == [  # the main url too (0.3 SHOULD)
+        {"url": wire["url"], "transport": wire["preferredTransport"]},
+        {"url": "https://agent.example/rest", "transport": "HTTP+JSON"},
     ]
     assert wire["securitySchemes"]["key"] == {"type": "apiKey", "in": "query", "name": "X-Key"}
     assert wire["security"] == [{"oauth": ["read"]}, {"key": []}]
@@ -270,8 +272,16 @@ def test_card_output_is_exactly_what_a2a_sdk_serves_and_its_0_3_form() -> None:
     )
 
     assert dump_card(CARD, "1.0") == MessageToDict(proto)
-    assert dump_card(CARD) == agent_card_to_dict(proto)
-    assert dump_card(CARD, "0.3") == theirs_v03
+    # One deliberate difference: our 0.3 additionalInterfaces also lists the main url
+    # (0.3 AgentCard: "SHOULD include an entry matching the main 'url' and
+    # 'preferredTransport'"); a2a-sdk lists only the others.
+    main = {"url": "https://agent.example/a2a", "transport": "JSONRPC"}
+    for ours, theirs in (
+        (dump_card(CARD), agent_card_to_dict(proto)),
+        (dump_card(CARD, "0.3"), theirs_v03),
+    ):
+        assert ours["additionalInterfaces"] == [main, *theirs["additionalInterfaces"]]
+        assert {**ours, "additionalInterfaces": None} == {**theirs, "additionalInterfaces": None}
 
 
 @pytest.mark.peer
@@ -283,7 +293,11 @@ def test_a2a_sdk_reads_our_0_3_and_merged_cards_as_the_same_card() -> None:
     from_v03 = parse_agent_card(dump_card(CARD, "0.3"))
 
     assert MessageToDict(from_merged) == dump_card(CARD, "1.0")
-    assert load_card(MessageToDict(from_v03)) == CARD
+    # a2a-sdk adds the main url once more from additionalInterfaces (it does not
+    # de-duplicate); apart from that repeat it reads the card we wrote.
+    read = load_card(MessageToDict(from_v03))
+    assert read.supported_interfaces[0] == read.supported_interfaces[1]
+    assert attrs.evolve(read, supported_interfaces=read.supported_interfaces[1:]) == CARD
 
 
 def test_captured_a2a_sdk_card_loads_and_dumps_back_identically() -> None:

@@ -77,6 +77,16 @@ def test_each_additional_interface_serves_its_declared_transport(multi: str) -> 
         assert serves(interface["transport"], interface["url"]), interface
 
 
+@requirement("a2a-0.3-§5.6.2-main-url-in-additional-interfaces")
+def test_additional_interfaces_include_the_main_url(multi: str) -> None:
+    """A 0.3 client choosing from ``additionalInterfaces`` alone still finds the main
+    url with its preferred transport, and every other served transport."""
+    served = card03(multi)
+    listed = [(i["url"], i["transport"]) for i in served["additionalInterfaces"]]
+    assert (served["url"], served["preferredTransport"]) in listed
+    assert {transport for _, transport in listed} == {"JSONRPC", "HTTP+JSON"}
+
+
 @requirement("a2a-0.3-§3.4.2-all-transports-declared")
 @requirement("a2a-0.3-§5.6.4-no-conflicting-transports")
 def test_every_served_transport_is_declared_without_conflicts(multi: str) -> None:
