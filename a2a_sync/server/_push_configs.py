@@ -85,21 +85,26 @@ class Webhooks:
         and a token or credentials that would travel in plaintext to a host that is not
         loopback (unless ``settings.allow_insecure_credentials``)."""
         self.check_url(config.url)
-        auth = config.authentication
-        if config.token is None and (auth is None or auth.credentials is None):
-            return
         try:
-            check_credentials_destination(
-                config.url,
-                what="push notification config",
-                allow_insecure=self.settings.allow_insecure_credentials,
-            )
+            self._check_secrets_destination(config)
         except ConfigurationError as exc:
             raise InvalidParams(
                 f"push notification URL {redact_url(config.url)!r} is plain http:// and the "
                 "config carries a token or credentials, which this agent sends over TLS only"
                 " (or to loopback): register an https:// webhook"
             ) from exc
+
+    def _check_secrets_destination(self, config: PushNotificationConfig) -> None:
+        """ConfigurationError when the config's token or credentials would travel in
+        plaintext to a host that is not loopback (and that is not allowed)."""
+        auth = config.authentication
+        if config.token is None and (auth is None or auth.credentials is None):
+            return
+        check_credentials_destination(
+            config.url,
+            what="push notification config",
+            allow_insecure=self.settings.allow_insecure_credentials,
+        )
 
     def check_room(self, task_id: str | None, config_id: str | None, principal: str) -> None:
         """Refuse a new config over the per-task or per-caller limit (a config replacing
@@ -185,7 +190,18 @@ class Webhooks:
         opened = []
         for item in configs:
             try:
+                # Checked again at delivery: a config stored before this rule (or while
+                # allow_insecure_credentials was on) must not leak its secrets now.
+                self._check_secrets_destination(item.config)
                 opened.append(attrs.evolve(item, config=self._secrets.open(item.config)))
+            except ConfigurationError:
+                logger.warning(
+                    "push config %s of task %s skipped: its token or credentials would go "
+                    "in plaintext to %s; re-register it with an https:// webhook",
+                    item.config.id,
+                    stored.task.id,
+                    redact_url(item.config.url),
+                )
             except SecretUnavailable as exc:
                 logger.warning(
                     "push config %s of task %s skipped: %s", item.config.id, stored.task.id, exc

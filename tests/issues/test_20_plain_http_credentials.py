@@ -30,17 +30,24 @@ from a2a_sync.mcp.transports._httpbase import Endpoint
 from a2a_sync.mcp.transports.http import StreamableHTTPTransport
 from a2a_sync.mcp.transports.legacy_sse import LegacySSETransport
 from a2a_sync.mcp.transports.options import HTTPOptions
+from a2a_sync.server._push_configs import Webhooks
 from a2a_sync.server.auth import Principal
 from a2a_sync.server.context import CallContext
 from a2a_sync.server.handler import DefaultRequestHandler
 from a2a_sync.server.push_policy import PushSettings
+from a2a_sync.server.stores.base import StoredPushConfig, StoredTask
+from a2a_sync.server.stores.memory import InMemoryTaskStore
 from a2a_sync.types import (
     AuthenticationInfo,
     Message,
     PushNotificationConfig,
     SendMessageConfiguration,
     SendMessageParams,
+    StreamEvent,
     Task,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
 )
 from tests.client.fakes import TASK_1_0, card_json
 from tests.server.agents import EchoAgent, card
@@ -308,3 +315,63 @@ def test_the_cli_refuses_a_token_over_plain_http_unless_told_otherwise(
     )
     assert allowed == EXIT_OK, capsys.readouterr().err
     assert rsps.calls[-1].request.url == card_url
+
+
+class _Recorder:
+    """A PushNotifier that records what it is asked to deliver."""
+
+    def __init__(self) -> None:
+        self.sent: list[StoredPushConfig] = []
+
+    def notify(
+        self, stored: StoredTask, event: StreamEvent, configs: list[StoredPushConfig]
+    ) -> None:
+        self.sent.extend(configs)
+
+    def check_url(self, url: str) -> None:
+        pass
+
+
+def test_a_stored_plain_http_config_with_secrets_is_not_delivered(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A config that reached the store before the rule (an older release, or written while
+    ``allow_insecure_credentials`` was on) is checked again at delivery: skipped with a
+    warning naming the fix; configs without secrets, to https or loopback still go."""
+    store = InMemoryTaskStore()
+    recorder = _Recorder()
+    webhooks = Webhooks(store, recorder, enabled=True, settings=PushSettings())
+    stored = store.create_task(
+        Task(id="t-1", context_id="c-1", status=TaskStatus(state=TaskState.working)),
+        principal="alice",
+    )
+    task_id = stored.task.id
+    leaking = PushNotificationConfig(
+        id="old", url="http://hooks.example/a?sig=hidden", task_id=task_id, token=SECRET
+    )
+    kept = [
+        PushNotificationConfig(id="bare", url="http://hooks.example/b", task_id=task_id),
+        PushNotificationConfig(
+            id="tls", url="https://hooks.example/c", task_id=task_id, token=SECRET
+        ),
+        PushNotificationConfig(id="lo", url="http://127.0.0.1:9/d", task_id=task_id, token=SECRET),
+    ]
+    for config in [leaking, *kept]:
+        store.set_push_config(config, revision="1.0")
+    event = TaskStatusUpdateEvent(
+        task_id=task_id, context_id=stored.task.context_id, status=stored.task.status
+    )
+    with caplog.at_level(logging.WARNING, logger="a2a_sync.server.handler"):
+        webhooks.on_event(stored, event)
+    assert sorted(item.config.id or "" for item in recorder.sent) == ["bare", "lo", "tls"]
+    assert "push config old" in caplog.text
+    assert "https://" in caplog.text
+    assert SECRET not in caplog.text
+    assert "hidden" not in caplog.text
+
+    recorder.sent.clear()
+    opted = Webhooks(
+        store, recorder, enabled=True, settings=PushSettings(allow_insecure_credentials=True)
+    )
+    opted.on_event(stored, event)
+    assert len(recorder.sent) == 4
