@@ -82,9 +82,9 @@ class Door:
                 door.queued.release()
                 return super().wait(timeout)
 
-        class Waiter(_pg_group._Waiter):
-            def __init__(self, creation: _pg_group.Creation) -> None:
-                super().__init__(creation)
+        class Waiter(_pg_group._Waiter[Any, Any]):
+            def __init__(self, item: Any) -> None:
+                super().__init__(item)
                 self.done = Noting()
 
         monkeypatch.setattr(Database, "execute_prepared", execute_prepared)
@@ -268,3 +268,75 @@ def test_a_refusal_and_a_lost_connection_are_told_apart(
     with pytest.raises(InternalError) as caught:
         db.execute_prepared("a2a_claim", ("p", "m", "t", "w"))
     assert not isinstance(caught.value, StatementFailed)
+
+
+def test_concurrent_claims_share_one_statement_and_one_message_is_claimed_once(
+    workers: Workers, monkeypatch: pytest.MonkeyPatch, postgres_dsn: str
+) -> None:
+    """Claims queued behind one in flight are inserted by one statement; of two
+    deliveries of one message in that group exactly one claims it, the other is told the
+    winner's task (this worker runs it), as when they came one after the other."""
+    store = workers()
+    entered, release, queued = threading.Event(), threading.Event(), threading.Semaphore(0)
+    many: list[int] = []
+    real_exec, real_fetch = Database.execute_prepared, Database.fetch_prepared
+
+    def execute_prepared(db: Database, name: str, params: Any) -> int:
+        if name == "a2a_claim" and params[1] == "m0":
+            entered.set()
+            assert release.wait(WAIT * 4)
+        return real_exec(db, name, params)
+
+    def fetch_prepared(db: Database, name: str, params: Any) -> Any:
+        if name == "a2a_claim_many":
+            many.append(int.from_bytes(params[0][12:16], "big"))
+        return real_fetch(db, name, params)
+
+    class Noting(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            queued.release()
+            return super().wait(timeout)
+
+    class Waiter(_pg_group._Waiter[Any, Any]):
+        def __init__(self, item: Any) -> None:
+            super().__init__(item)
+            self.done = Noting()
+
+    monkeypatch.setattr(Database, "execute_prepared", execute_prepared)
+    monkeypatch.setattr(Database, "fetch_prepared", fetch_prepared)
+    monkeypatch.setattr(_pg_group, "_Waiter", Waiter)
+    claims = [("m0", "t0"), ("m1", "t1"), ("dup", "t2"), ("dup", "t3"), ("m4", "t4")]
+    results: dict[str, str | None] = {}
+
+    def claim(message_id: str, task_id: str) -> None:
+        results[task_id] = store.claim_message("p", message_id, task_id)
+
+    threads = [
+        threading.Thread(target=claim, args=pair, name="test-claim", daemon=True) for pair in claims
+    ]
+    threads[0].start()
+    try:
+        assert entered.wait(WAIT)
+        for thread in threads[1:]:
+            thread.start()
+        for _ in threads[1:]:
+            assert queued.acquire(timeout=WAIT)
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join(WAIT * 4)
+    assert not any(thread.is_alive() for thread in threads)
+    assert many == [4]
+    winner = "t2" if results["t2"] is None else "t3"
+    loser = "t3" if winner == "t2" else "t2"
+    assert results[loser] == winner
+    assert {k: v for k, v in results.items() if k != loser} == dict.fromkeys(
+        ["t0", "t1", "t4", winner]
+    )
+    stored = _sql(postgres_dsn, "SELECT message_id, task_id, worker FROM a2a_claims ORDER BY 1")
+    assert stored == [
+        ("dup", winner, store.worker_id),
+        ("m0", "t0", store.worker_id),
+        ("m1", "t1", store.worker_id),
+        ("m4", "t4", store.worker_id),
+    ]

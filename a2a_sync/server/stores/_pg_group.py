@@ -24,13 +24,21 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Callable, Sequence
+from typing import Final, Generic, TypeVar
 
 from ...errors import InternalError
 from ._pg_db import Database, Param, StatementFailed
 
-__all__ = ["GROUP_STATEMENTS", "MAX_GROUP", "Creation", "GroupCommit", "binary_array"]
+__all__ = [
+    "GROUP_STATEMENTS",
+    "MAX_GROUP",
+    "Creation",
+    "Creations",
+    "Group",
+    "binary_array",
+    "texts",
+]
 
 #: Tasks written by one grouped statement at most (the rest wait for the next one).
 MAX_GROUP: Final = 64
@@ -72,6 +80,9 @@ _BYTEA_OID: Final = 17
 _INT4_OID: Final = 23
 _INT8_OID: Final = 20
 _NULL: Final = struct.pack("!i", -1)
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Creation:
@@ -134,46 +145,47 @@ class Creation:
         ]
 
 
-class _Waiter:
-    """A queued creation: ``done`` is set with its outcome, or to make it the writer of
-    the next group (``lead``)."""
+class _Waiter(Generic[T, R]):
+    """A queued item: ``done`` is set with its outcome, or to make it the writer of the
+    next group (``lead``)."""
 
-    __slots__ = ("created", "creation", "done", "error", "lead")
+    __slots__ = ("done", "error", "item", "lead", "result")
 
-    def __init__(self, creation: Creation) -> None:
-        self.creation = creation
+    def __init__(self, item: T) -> None:
+        self.item = item
         self.done = threading.Event()
         self.lead = False
-        self.created = False
+        self.result: tuple[R] | None = None
         self.error: InternalError | None = None
 
-    def outcome(self) -> bool:
-        if self.error is not None:
-            raise self.error
-        return self.created
+    def outcome(self) -> R:
+        if self.result is None:
+            raise self.error or InternalError("task store statement failed")
+        return self.result[0]
 
 
-class GroupCommit:
-    """Writes creations, concurrent ones together (see the module). Thread-safe.
+class Group(Generic[T, R]):
+    """Runs items, concurrent ones together (see the module). Thread-safe.
 
     Args:
-        db: The store's connections.
+        one: Writes one item alone (its own statement and transaction).
+        many: Writes several in one statement; their results in order.
     """
 
-    def __init__(self, db: Database) -> None:
-        self._db = db
+    def __init__(self, one: Callable[[T], R], many: Callable[[list[T]], list[R]]) -> None:
+        self._one = one
+        self._many = many
         self._lock = threading.Lock()  # guards the two below
-        self._queue: list[_Waiter] = []  # waiting for the next group (empty when idle)
+        self._queue: list[_Waiter[T, R]] = []  # waiting for the next group (empty when idle)
         self._busy = False  # a group is being written
 
-    def create(self, creation: Creation) -> bool:
-        """Write ``creation`` durably; False when its task exists already (nothing of it
-        was written).
+    def run(self, item: T) -> R:
+        """Write ``item``; its result once its group's transaction has committed.
 
         Raises:
             InternalError: The database failed (nothing of it was written, or all of it).
         """
-        me = _Waiter(creation)
+        me: _Waiter[T, R] = _Waiter(item)
         with self._lock:
             self._queue.append(me)
             lead = not self._busy
@@ -198,37 +210,54 @@ class GroupCommit:
                     self._busy = False
         return me.outcome()
 
-    def _write(self, group: list[_Waiter]) -> None:
-        """Set every waiter's outcome (an unexpected exception fails the unanswered)."""
-        try:
-            if len(group) > 1:
-                try:
-                    created = self._write_many([waiter.creation for waiter in group])
-                except StatementFailed:
-                    pass  # rolled back whole: write each alone below
-                except InternalError as exc:  # lost connection: the outcome is unknown
-                    for waiter in group:
-                        waiter.error = exc
-                    return
-                else:
-                    for waiter in group:
-                        waiter.created = waiter.creation.task_id in created
-                    return
-            for waiter in group:
-                try:
-                    waiter.created = bool(
-                        self._db.execute_prepared(CREATE_LOGGED, waiter.creation.params())
-                    )
-                except InternalError as exc:
+    def _write(self, group: list[_Waiter[T, R]]) -> None:
+        """Set every waiter's outcome (an unexpected exception leaves the rest unset:
+        their callers get InternalError)."""
+        if len(group) > 1:
+            try:
+                results = self._many([waiter.item for waiter in group])
+            except StatementFailed:
+                pass  # rolled back whole: write each alone below
+            except InternalError as exc:  # lost connection: the outcome is unknown
+                for waiter in group:
                     waiter.error = exc
-        except BaseException:
-            for waiter in group:
-                if waiter.error is None and not waiter.created:
-                    waiter.error = InternalError("task store statement failed")
-            raise
+                return
+            else:
+                for waiter, result in zip(group, results, strict=True):
+                    waiter.result = (result,)
+                return
+        for waiter in group:
+            try:
+                waiter.result = (self._one(waiter.item),)
+            except InternalError as exc:
+                waiter.error = exc
 
-    def _write_many(self, creations: Sequence[Creation]) -> set[str]:
-        """One statement for ``creations``; the ids it inserted."""
+
+class Creations:
+    """Writes creations of unreported tasks, concurrent ones grouped. Thread-safe.
+
+    Args:
+        db: The store's connections.
+    """
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._group: Group[Creation, bool] = Group(self._write_one, self._write_many)
+
+    def create(self, creation: Creation) -> bool:
+        """Write ``creation`` durably; False when its task exists already (nothing of it
+        was written).
+
+        Raises:
+            InternalError: The database failed (nothing of it was written, or all of it).
+        """
+        return self._group.run(creation)
+
+    def _write_one(self, creation: Creation) -> bool:
+        return bool(self._db.execute_prepared(CREATE_LOGGED, creation.params()))
+
+    def _write_many(self, creations: list[Creation]) -> list[bool]:
+        """One statement for ``creations``; whether each was inserted."""
         event_ids: list[bytes | None] = []
         event_seqs: list[bytes | None] = []
         events: list[bytes | None] = []
@@ -239,29 +268,31 @@ class GroupCommit:
                 event_seqs.append(_int4(seq))
                 events.append(blob)
         params: list[Param] = [
-            _texts([c.task_id for c in creations]),
-            _texts([c.principal for c in creations]),
-            _texts([c.context_id for c in creations]),
-            _texts([c.state for c in creations]),
+            texts([c.task_id for c in creations]),
+            texts([c.principal for c in creations]),
+            texts([c.context_id for c in creations]),
+            texts([c.state for c in creations]),
             binary_array(_INT8_OID, [struct.pack("!q", c.micros) for c in creations]),
             binary_array(_INT4_OID, [_int4(c.seq) for c in creations]),
-            _texts([c.worker for c in creations]),
+            texts([c.worker for c in creations]),
             binary_array(_BYTEA_OID, [c.snapshot for c in creations]),
             binary_array(_TEXT_OID, event_ids),
             binary_array(_INT4_OID, event_seqs),
             binary_array(_BYTEA_OID, events),
-            _texts([c.channel for c in creations]),
-            _texts([c.payload for c in creations]),
+            texts([c.channel for c in creations]),
+            texts([c.payload for c in creations]),
         ]
         rows = self._db.fetch_prepared(_CREATE_LOGGED_MANY, params)
-        return {(row[0] or b"").decode() for row in rows}
+        created = {row[0] for row in rows}
+        return [c.task_id.encode() in created for c in creations]
 
 
 def _int4(value: int) -> bytes:
     return struct.pack("!i", value)
 
 
-def _texts(values: Sequence[str | None]) -> bytes:
+def texts(values: Sequence[str | None]) -> bytes:
+    """A ``text[]`` in binary form (None: NULL)."""
     return binary_array(_TEXT_OID, [None if v is None else v.encode() for v in values])
 
 

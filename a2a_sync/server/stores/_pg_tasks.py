@@ -22,7 +22,7 @@ from ..events import LogEntry
 from ._encode import event_blob, task_blob
 from ._pg_claims import CLAIM_STATEMENTS
 from ._pg_db import Database, Param
-from ._pg_group import GROUP_STATEMENTS, Creation, GroupCommit
+from ._pg_group import GROUP_STATEMENTS, Creation, Creations
 from ._pg_listen import event_payload, task_channel
 from .base import micros_of, status_time
 
@@ -158,7 +158,7 @@ class TaskRows:
     def __init__(self, db: Database, worker_id: str) -> None:
         self._db = db
         self._worker_id = worker_id
-        self._group = GroupCommit(db)
+        self._creations = Creations(db)
 
     def create(self, task: Task, principal: str, worker: str | None) -> bool:
         """Insert a new task as event 1 (durably); False when the id exists.
@@ -198,7 +198,7 @@ class TaskRows:
             InternalError: The database failed (nothing was written, or all of it).
         """
         seq = log[-1][0]
-        return self._group.create(
+        return self._creations.create(
             Creation(
                 folded.id,
                 principal,
