@@ -77,19 +77,15 @@ class Door:
                     raise door.fail_many
             return real_fetch(db, name, params)
 
-        class Noting(threading.Event):
-            def wait(self, timeout: float | None = None) -> bool:
-                door.queued.release()
-                return super().wait(timeout)
+        real_wait = _pg_group._Waiter.wait
 
-        class Waiter(_pg_group._Waiter[Any, Any]):
-            def __init__(self, item: Any) -> None:
-                super().__init__(item)
-                self.done = Noting()
+        def wait(waiter: Any) -> None:
+            door.queued.release()
+            real_wait(waiter)
 
         monkeypatch.setattr(Database, "execute_prepared", execute_prepared)
         monkeypatch.setattr(Database, "fetch_prepared", fetch_prepared)
-        monkeypatch.setattr(_pg_group, "_Waiter", Waiter)
+        monkeypatch.setattr(_pg_group._Waiter, "wait", wait)
 
 
 @pytest.fixture
@@ -292,19 +288,15 @@ def test_concurrent_claims_share_one_statement_and_one_message_is_claimed_once(
             many.append(int.from_bytes(params[0][12:16], "big"))
         return real_fetch(db, name, params)
 
-    class Noting(threading.Event):
-        def wait(self, timeout: float | None = None) -> bool:
-            queued.release()
-            return super().wait(timeout)
+    real_wait = _pg_group._Waiter.wait
 
-    class Waiter(_pg_group._Waiter[Any, Any]):
-        def __init__(self, item: Any) -> None:
-            super().__init__(item)
-            self.done = Noting()
+    def wait(waiter: Any) -> None:
+        queued.release()
+        real_wait(waiter)
 
     monkeypatch.setattr(Database, "execute_prepared", execute_prepared)
     monkeypatch.setattr(Database, "fetch_prepared", fetch_prepared)
-    monkeypatch.setattr(_pg_group, "_Waiter", Waiter)
+    monkeypatch.setattr(_pg_group._Waiter, "wait", wait)
     claims = [("m0", "t0"), ("m1", "t1"), ("dup", "t2"), ("dup", "t3"), ("m4", "t4")]
     results: dict[str, str | None] = {}
 
@@ -340,3 +332,57 @@ def test_concurrent_claims_share_one_statement_and_one_message_is_claimed_once(
         ("m1", "t1", store.worker_id),
         ("m4", "t4", store.worker_id),
     ]
+
+
+def test_a_group_whose_writer_breaks_answers_every_caller_and_the_next_group_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not a database error (a bug in the writing code): the writer's caller gets it, the
+    others of its group an InternalError (never a silent success), and the queue moves on."""
+    entered, release, queued = threading.Event(), threading.Event(), threading.Semaphore(0)
+
+    def one(item: str) -> str:
+        if item == "first":
+            entered.set()
+            assert release.wait(WAIT * 4)
+        return item.upper()
+
+    def many(items: list[str]) -> list[str]:
+        raise RuntimeError("broken")
+
+    group: _pg_group.Group[str, str] = _pg_group.Group(one, many)
+    real_wait = _pg_group._Waiter.wait
+
+    def wait(waiter: Any) -> None:
+        queued.release()
+        real_wait(waiter)
+
+    monkeypatch.setattr(_pg_group._Waiter, "wait", wait)
+    results: dict[str, object] = {}
+
+    def run(item: str) -> None:
+        try:
+            results[item] = group.run(item)
+        except (InternalError, RuntimeError) as exc:
+            results[item] = exc
+
+    threads = [
+        threading.Thread(target=run, args=(item,), name="test-run", daemon=True)
+        for item in ("first", "a", "b")
+    ]
+    threads[0].start()
+    try:
+        assert entered.wait(WAIT)
+        for thread in threads[1:]:
+            thread.start()
+        for _ in threads[1:]:
+            assert queued.acquire(timeout=WAIT)
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join(WAIT * 4)
+    assert results["first"] == "FIRST"
+    errors = [results["a"], results["b"]]
+    assert sum(isinstance(e, RuntimeError) for e in errors) == 1  # the group's writer
+    assert sum(type(e) is InternalError for e in errors) == 1  # the other one
+    assert group.run("later") == "LATER"  # not stuck

@@ -1,23 +1,27 @@
-"""Group commit of the PostgreSQL task store's durable task writes.
+"""Group commit of the PostgreSQL task store's per-message writes (:class:`Group`).
 
-Internal to :mod:`a2a_sync.server.stores.postgres`. A blocking send's task, created
-unreported, is written once, with its whole log, in one durable statement
-(``a2a_create_logged``, see :mod:`._pg_tasks`). That statement also notifies the task's
-channel, and PostgreSQL serialises the commits of notifying transactions (one lock,
-held until the commit is flushed), so concurrent writes cannot share a WAL flush: each
-waited for a flush of its own. Here concurrent writes of one worker are **grouped**: the
-first caller writes at once (a batch of one: the single statement, as before); callers
-arriving while a write is in flight queue up, and the next of them, when it is over,
-writes every queued task in **one** statement (``a2a_create_logged_many``: one round
-trip, one transaction, one flush, one wake-up of the listening backends), then answers
-the others. No caller is answered before the commit of its own write returned.
+Internal to :mod:`a2a_sync.server.stores.postgres`. A blocking SendMessage writes two
+statements: its message claim (before the agent runs) and, at the final state, its
+task's row and whole log (``a2a_create_logged``, :class:`Creations`; durable). That
+second statement notifies the task's channel, and PostgreSQL serialises the commits of
+notifying transactions (one lock, held until the commit is flushed), so concurrent
+writes could not share a WAL flush: each waited for a flush of its own (~1 per message).
+
+Here concurrent writes of one worker are **grouped**: the first caller writes at once
+(its own statement, as before); callers arriving while a write is in flight queue up,
+and the first of them, when it is over, writes every queued item in **one** statement
+(``a2a_create_logged_many``, ``a2a_claim_many``: parallel arrays; one round trip, one
+transaction, one flush, one wake-up of the listening backends), then answers the others
+and hands the next group to the first caller queued meanwhile. No caller is answered
+before the transaction holding its write has committed (with the durability of its
+statement: creations wait for the flush, claims do not).
 
 **One failure undoes nothing else.** A statement the database refuses rolls back the
-whole batch (nobody was answered yet), then each task of it is written again alone:
-each caller gets the outcome of its own statement, as if there had been no batch. A lost
-connection (the outcome unknown) fails every caller of the batch, as it failed the one
-caller of a single statement. A task whose id exists already is skipped by the
-statement (``ON CONFLICT DO NOTHING``) and only its caller learns it.
+whole group (nobody was answered yet); then each item of it is written again alone, so
+each caller gets the outcome of its own statement, as if there had been no group. A lost
+connection (the outcome unknown) fails every caller of the group, as it failed the one
+caller of a single statement; nothing is written again. A row that exists already is
+skipped by the statement (``ON CONFLICT DO NOTHING``) and only its caller learns it.
 """
 
 from __future__ import annotations
@@ -146,17 +150,26 @@ class Creation:
 
 
 class _Waiter(Generic[T, R]):
-    """A queued item: ``done`` is set with its outcome, or to make it the writer of the
-    next group (``lead``)."""
+    """A queued item: ``done`` (made only for a caller that waits) is set with its
+    outcome, or to make it the writer of the next group (``lead``)."""
 
     __slots__ = ("done", "error", "item", "lead", "result")
 
     def __init__(self, item: T) -> None:
         self.item = item
-        self.done = threading.Event()
+        self.done: threading.Event | None = None
         self.lead = False
         self.result: tuple[R] | None = None
         self.error: InternalError | None = None
+
+    def wait(self) -> None:
+        """Until the writer of the group before sets ``done`` (it does, whatever happens)."""
+        assert self.done is not None  # (made before the waiter was queued)
+        self.done.wait()
+
+    def wake(self) -> None:
+        if self.done is not None:
+            self.done.set()
 
     def outcome(self) -> R:
         if self.result is None:
@@ -189,9 +202,11 @@ class Group(Generic[T, R]):
         with self._lock:
             self._queue.append(me)
             lead = not self._busy
+            if not lead:
+                me.done = threading.Event()
             self._busy = True
         if not lead:
-            me.done.wait()  # the writer of the group before sets it, whatever happens
+            me.wait()
             if not me.lead:
                 return me.outcome()
         with self._lock:  # this caller is first in the queue (idle before, or handed over)
@@ -201,11 +216,11 @@ class Group(Generic[T, R]):
         finally:
             for waiter in group:
                 if waiter is not me:
-                    waiter.done.set()
+                    waiter.wake()
             with self._lock:
                 if self._queue:
                     self._queue[0].lead = True
-                    self._queue[0].done.set()
+                    self._queue[0].wake()
                 else:
                     self._busy = False
         return me.outcome()
