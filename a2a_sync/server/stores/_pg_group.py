@@ -7,9 +7,10 @@ second statement notifies the task's channel, and PostgreSQL serialises the comm
 notifying transactions (one lock, held until the commit is flushed), so concurrent
 writes could not share a WAL flush: each waited for a flush of its own (~1 per message).
 
-Here concurrent writes of one worker are **grouped**: the first caller writes at once
-(its own statement, as before); callers arriving while a write is in flight queue up,
-and the first of them, when it is over, writes every queued item in **one** statement
+Here concurrent writes of one worker are **grouped**: a caller finding no write in
+flight writes at once (its own statement, as before); callers arriving while a write is
+in flight queue up, and the first of them, when it is over, writes every queued item
+(up to :data:`MAX_GROUP`) in **one** statement
 (``a2a_create_logged_many``, ``a2a_claim_many``: parallel arrays; one round trip, one
 transaction, one flush, one wake-up of the listening backends), then answers the others
 and hands the next group to the first caller queued meanwhile. No caller is answered
@@ -150,26 +151,21 @@ class Creation:
 
 
 class _Waiter(Generic[T, R]):
-    """A queued item: ``done`` (made only for a caller that waits) is set with its
-    outcome, or to make it the writer of the next group (``lead``)."""
+    """A queued item: ``done`` is set with its outcome, or to make it the writer of the
+    next group (``lead``)."""
 
     __slots__ = ("done", "error", "item", "lead", "result")
 
     def __init__(self, item: T) -> None:
         self.item = item
-        self.done: threading.Event | None = None
+        self.done = threading.Event()
         self.lead = False
         self.result: tuple[R] | None = None
         self.error: InternalError | None = None
 
     def wait(self) -> None:
         """Until the writer of the group before sets ``done`` (it does, whatever happens)."""
-        assert self.done is not None  # (made before the waiter was queued)
         self.done.wait()
-
-    def wake(self) -> None:
-        if self.done is not None:
-            self.done.set()
 
     def outcome(self) -> R:
         if self.result is None:
@@ -190,7 +186,7 @@ class Group(Generic[T, R]):
         self._many = many
         self._lock = threading.Lock()  # guards the two below
         self._queue: list[_Waiter[T, R]] = []  # waiting for the next group (empty when idle)
-        self._busy = False  # a group is being written
+        self._busy = False  # a write is in flight
 
     def run(self, item: T) -> R:
         """Write ``item``; its result once its group's transaction has committed.
@@ -198,32 +194,40 @@ class Group(Generic[T, R]):
         Raises:
             InternalError: The database failed (nothing of it was written, or all of it).
         """
-        me: _Waiter[T, R] = _Waiter(item)
+        me: _Waiter[T, R] | None = None
         with self._lock:
-            self._queue.append(me)
-            lead = not self._busy
-            if not lead:
-                me.done = threading.Event()
-            self._busy = True
-        if not lead:
-            me.wait()
-            if not me.lead:
-                return me.outcome()
-        with self._lock:  # this caller is first in the queue (idle before, or handed over)
+            if self._busy:
+                me = _Waiter(item)
+                self._queue.append(me)
+            else:
+                self._busy = True
+        if me is None:  # idle: write it at once, alone (as without groups)
+            try:
+                return self._one(item)
+            finally:
+                self._hand_on()
+        me.wait()
+        if not me.lead:
+            return me.outcome()
+        with self._lock:  # handed the next group: this caller is first in the queue
             group, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
         try:
             self._write(group)
         finally:
             for waiter in group:
                 if waiter is not me:
-                    waiter.wake()
-            with self._lock:
-                if self._queue:
-                    self._queue[0].lead = True
-                    self._queue[0].wake()
-                else:
-                    self._busy = False
+                    waiter.done.set()
+            self._hand_on()
         return me.outcome()
+
+    def _hand_on(self) -> None:
+        """After a write: the first caller queued meanwhile writes the next group."""
+        with self._lock:
+            if self._queue:
+                self._queue[0].lead = True
+                self._queue[0].done.set()
+            else:
+                self._busy = False
 
     def _write(self, group: list[_Waiter[T, R]]) -> None:
         """Set every waiter's outcome (an unexpected exception leaves the rest unset:
