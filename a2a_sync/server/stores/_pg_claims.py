@@ -24,6 +24,7 @@ from typing import Final
 from ...errors import InternalError
 from ..events import Subscription
 from ._pg_db import Database
+from ._pg_group import Group, texts
 from .base import context_key
 
 __all__ = ["CLAIM_STATEMENTS", "CONTEXT_CACHE_SIZE", "Claims"]
@@ -35,11 +36,21 @@ CONTEXT_CACHE_SIZE: Final = 65536
 CLAIM_POLL: Final = 0.25
 
 _CLAIM: Final = "a2a_claim"
+_CLAIM_MANY: Final = "a2a_claim_many"
 _BIND: Final = "a2a_bind"
 #: Prepared on every pooled connection (one of each per new task). Both commit without
 #: waiting for the WAL flush: the task's creation, durable, flushes them with it; a crash
-#: before that loses a claim whose run produced nothing.
+#: before that loses a claim whose run produced nothing. Concurrent claims of this worker
+#: are grouped (:mod:`._pg_group`): ``a2a_claim_many`` inserts several (parallel arrays)
+#: and returns the task ids of those it inserted (task ids are new uuids).
 CLAIM_STATEMENTS: Final = {
+    _CLAIM_MANY: (
+        "WITH c AS (INSERT INTO a2a_claims (principal, message_id, task_id, worker)"
+        " SELECT u.principal, u.message_id, u.task_id, $4::text FROM unnest($1::text[],"
+        " $2::text[], $3::text[]) AS u(principal, message_id, task_id)"
+        " ON CONFLICT DO NOTHING RETURNING task_id)"
+        " SELECT c.task_id, set_config('synchronous_commit', 'off', true) FROM c"
+    ),
     _CLAIM: (
         "WITH c AS (INSERT INTO a2a_claims (principal, message_id, task_id, worker)"
         " VALUES ($1::text, $2::text, $3::text, $4::text) ON CONFLICT DO NOTHING RETURNING 1)"
@@ -93,6 +104,7 @@ class Claims:
         self._claim_wait = claim_wait
         self._lock = threading.Lock()
         self._contexts: collections.OrderedDict[str, str] = collections.OrderedDict()
+        self._group: Group[tuple[str, str, str], bool] = Group(self._claim_one, self._claim_many)
 
     def claim(self, principal: str, message_id: str, task_id: str) -> str | None:
         """Claim a message (see ``TaskStore.claim_message``).
@@ -106,7 +118,7 @@ class Claims:
         waiting: Subscription | None = None
         try:
             while True:
-                if self._db.execute_prepared(_CLAIM, (principal, message_id, task_id, me)):
+                if self._group.run((principal, message_id, task_id)):
                     return None
                 rows = self._query(_CLAIM_STATE, (self._lease_timeout, principal, message_id))
                 if not rows:
@@ -133,6 +145,21 @@ class Claims:
         finally:
             if waiting is not None:
                 waiting.close()
+
+    def _claim_one(self, claim: tuple[str, str, str]) -> bool:
+        return bool(self._db.execute_prepared(_CLAIM, (*claim, self._worker_id)))
+
+    def _claim_many(self, claims: list[tuple[str, str, str]]) -> list[bool]:
+        """Several claims in one statement; whether each was inserted (of two claims of
+        one message, only one is)."""
+        params = (
+            texts([principal for principal, _, _ in claims]),
+            texts([message_id for _, message_id, _ in claims]),
+            texts([task_id for _, _, task_id in claims]),
+            self._worker_id,
+        )
+        inserted = {row[0] for row in self._db.fetch_prepared(_CLAIM_MANY, params)}
+        return [task_id.encode() in inserted for _, _, task_id in claims]
 
     def release(self, principal: str, message_id: str) -> None:
         """Drop this worker's claim of a message whose run created no task."""

@@ -37,7 +37,7 @@ from psycopg_pool import ConnectionPool
 
 from ...errors import ConfigurationError, InternalError
 
-__all__ = ["APPLICATION_NAME", "Database", "Param", "RawRows"]
+__all__ = ["APPLICATION_NAME", "Database", "Param", "RawRows", "StatementFailed"]
 
 #: ``application_name`` of every connection (``pg_stat_activity`` shows who is who).
 APPLICATION_NAME: Final = "a2a_sync"
@@ -51,6 +51,12 @@ Param = str | int | bytes | None
 _OK: Final = (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK)
 _IDLE: Final = pq.TransactionStatus.IDLE
 _CONN_OK: Final = pq.ConnStatus.OK
+
+
+class StatementFailed(InternalError):
+    """The database answered a prepared statement with an error: its transaction was
+    rolled back, nothing of it was written (unlike a lost connection, whose outcome is
+    unknown)."""
 
 
 class Database:
@@ -174,7 +180,8 @@ class Database:
         """Run a prepared statement; returns how many rows it produced.
 
         Raises:
-            InternalError: The database failed (the SQLSTATE is in the message).
+            StatementFailed: The database refused it (the SQLSTATE is in the message).
+            InternalError: The database failed otherwise.
         """
         return self._exec(name, params, 0).ntuples
 
@@ -183,7 +190,8 @@ class Database:
         as 4 bytes big-endian, ``text`` as UTF-8, ``bytea`` as is).
 
         Raises:
-            InternalError: The database failed (the SQLSTATE is in the message).
+            StatementFailed: The database refused it (the SQLSTATE is in the message).
+            InternalError: The database failed otherwise.
         """
         result = self._exec(name, params, 1)
         columns = range(result.nfields)
@@ -209,13 +217,16 @@ class Database:
                     formats,
                     result_format=result_format,
                 )
+                alive = conn.pgconn.status == _CONN_OK
             finally:
                 self._give(conn)
         except psycopg.Error as exc:
             raise InternalError("task store statement failed") from exc
         if result.status not in _OK:
-            state = result.error_field(pq.DiagnosticField.SQLSTATE) or b"?"
-            raise InternalError(f"task store statement failed (SQLSTATE {state.decode()})")
+            state = result.error_field(pq.DiagnosticField.SQLSTATE)
+            message = f"task store statement failed (SQLSTATE {(state or b'?').decode()})"
+            # The server's error on a live connection: rolled back. Otherwise: unknown.
+            raise StatementFailed(message) if state and alive else InternalError(message)
         return result
 
     def run(self, work: Callable[[psycopg.Connection[Any]], Any]) -> Any:

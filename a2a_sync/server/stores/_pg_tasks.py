@@ -9,7 +9,6 @@ the events stored after the snapshot.
 
 from __future__ import annotations
 
-import struct
 import threading
 from typing import Final
 
@@ -23,6 +22,7 @@ from ..events import LogEntry
 from ._encode import event_blob, task_blob
 from ._pg_claims import CLAIM_STATEMENTS
 from ._pg_db import Database, Param
+from ._pg_group import GROUP_STATEMENTS, Creation, Creations
 from ._pg_listen import event_payload, task_channel
 from .base import micros_of, status_time
 
@@ -35,7 +35,6 @@ __all__ = [
     "Row",
     "TaskRows",
     "Unsaved",
-    "bytea_array",
     "fold",
     "load_event",
     "load_task",
@@ -55,7 +54,6 @@ SNAPSHOT_INTERVAL: Final = 32
 
 # Prepared on every pooled connection (see _pg_db): the statements of every request.
 _CREATE: Final = "a2a_create"
-_CREATE_LOGGED: Final = "a2a_create_logged"
 _APPEND: Final = "a2a_append"
 _APPEND_SNAPSHOT: Final = "a2a_append_snapshot"
 _APPEND_SNAPSHOT_IF_WORKER: Final = "a2a_append_snapshot_if_worker"
@@ -87,18 +85,9 @@ STATEMENTS: Final = {
         " SELECT pg_notify($9::text, $10::text) FROM e"
     ),
     # A task created unreported (TaskStore.create_unreported_task), written when it is
-    # first shown or reaches its final state: its row as of $6 and its whole log (events
-    # 1..$6, one bytea[] in binary form) in one statement, one durable commit, and one
-    # notification for the last event (a listener reads the log from where it is).
-    _CREATE_LOGGED: (
-        "WITH t AS (INSERT INTO a2a_tasks (id, principal, context_id, state, status_micros,"
-        " seq, worker, snapshot, snapshot_seq) VALUES ($1::text, $2::text, $3::text,"
-        " $4::text, $5::bigint, $6::integer, $7::text, $8::bytea, $6::integer)"
-        " ON CONFLICT (id) DO NOTHING RETURNING id),"
-        " e AS (INSERT INTO a2a_events (task_id, seq, event) SELECT t.id, u.n::integer,"
-        " u.event FROM t, unnest($9::bytea[]) WITH ORDINALITY AS u(event, n))"
-        " SELECT pg_notify($10::text, $11::text) FROM t"
-    ),
+    # first shown or reaches its final state: its row and whole log in one statement, one
+    # durable commit, one notification; concurrent ones grouped (see _pg_group).
+    **GROUP_STATEMENTS,
     _APPEND: _APPEND_SQL.format(snapshot="", condition=""),
     _APPEND_SNAPSHOT: _APPEND_SQL.format(snapshot=_SNAPSHOT, condition=""),
     _APPEND_SNAPSHOT_IF_WORKER: _APPEND_SQL.format(
@@ -159,7 +148,7 @@ class Row:
 
 
 class TaskRows:
-    """The task and event-log statements of one worker. Thread-safe (stateless).
+    """The task and event-log statements of one worker. Thread-safe.
 
     Args:
         db: The store's connections.
@@ -169,6 +158,7 @@ class TaskRows:
     def __init__(self, db: Database, worker_id: str) -> None:
         self._db = db
         self._worker_id = worker_id
+        self._creations = Creations(db)
 
     def create(self, task: Task, principal: str, worker: str | None) -> bool:
         """Insert a new task as event 1 (durably); False when the id exists.
@@ -201,28 +191,25 @@ class TaskRows:
     ) -> bool:
         """Insert a task created unreported, as ``folded`` (its state after the last event
         of ``log``, which runs from event 1), and its whole log, durably, in one
-        statement; False when the id exists (nothing was written).
+        statement (grouped with concurrent ones: :mod:`._pg_group`); False when the id
+        exists (nothing was written).
 
         Raises:
             InternalError: The database failed (nothing was written, or all of it).
         """
         seq = log[-1][0]
-        return bool(
-            self._db.execute_prepared(
-                _CREATE_LOGGED,
-                (
-                    folded.id,
-                    principal,
-                    folded.context_id,
-                    folded.status.state.value,
-                    micros_of(status_time(folded)),
-                    seq,
-                    worker,
-                    task_blob(folded),
-                    bytea_array([blob for _, _, blob in log]),
-                    task_channel(folded.id),
-                    event_payload(seq, self._worker_id, folded.id),
-                ),
+        return self._creations.create(
+            Creation(
+                folded.id,
+                principal,
+                folded.context_id,
+                folded.status.state.value,
+                micros_of(status_time(folded)),
+                worker,
+                task_blob(folded),
+                [blob for _, _, blob in log],
+                task_channel(folded.id),
+                event_payload(seq, self._worker_id, folded.id),
             )
         )
 
@@ -289,16 +276,6 @@ class TaskRows:
         """The log after ``after_seq``, in order."""
         rows = self._db.query(_EVENTS, (task_id, after_seq), binary=True)
         return [(seq, load_event(blob)) for seq, blob in rows]
-
-
-def bytea_array(blobs: list[bytes]) -> bytes:
-    """A one-dimensional ``bytea[]`` without NULLs in PostgreSQL's binary form (the header:
-    dimensions, has-nulls flag, element type oid 17, length, lower bound 1; then each
-    element as its length and bytes)."""
-    parts = [struct.pack("!iiiii", 1, 0, 17, len(blobs), 1)]
-    for blob in blobs:
-        parts += (struct.pack("!i", len(blob)), blob)
-    return b"".join(parts)
 
 
 def _int(value: bytes | None) -> int:

@@ -29,7 +29,9 @@ here (it never changes again) is answered without a read. A blocking send's task
 created unreported (nobody can name it yet), stays in this worker until its final state
 or a read here, then its row and log are one statement: a blocking SendMessage costs
 two statements (claim, then creation + events + final state, one durable commit), three
-with a new ``contextId``.
+with a new ``contextId``. Claims and those creations arriving while one is in flight are
+grouped: the next statement writes all of them, one transaction (one WAL flush) for
+several messages (:mod:`._pg_group`).
 
 See ``docs/scale-out.md`` for deployment, pool sizing and lease settings.
 
