@@ -4,10 +4,10 @@ Each binding's interop module (``test_interop_a2a_sdk_client`` for JSON-RPC,
 ``test_rest_interop``, ``test_grpc_interop``, ``test_grpc_v03_interop``) defines an
 ``agent`` (:class:`EchoAgent`) and a ``served`` fixture: the a2a-sdk ``AgentCard`` of our
 server listing exactly one interface, so the a2a-sdk client speaks exactly that binding and
-revision. The module then imports the scenarios below (pytest collects them there, under its
-skips and markers). A scenario reads the binding and revision from ``served``; where a
-revision lacks an operation (0.3 has no ListTasks, a2a-sdk's 0.3 REST client no push
-list/delete) the scenario says so where it branches.
+revision. The module then star-imports the scenarios below (``__all__``: pytest collects
+them there, under its skips and markers). A scenario reads the binding and revision from
+``served``; where a revision lacks an operation (0.3 has no ListTasks, a2a-sdk's 0.3 REST
+client no push list/delete) the scenario says so where it branches.
 
 Errors must come back as the a2a-sdk error classes of the same A2A error on every binding.
 """

@@ -5,7 +5,8 @@ Each test runs an asyncio a2a-sdk client (``grpc.aio`` channel) against our
 ``GRPC`` 1.0 interface at our ``host:port``; errors must come back as the a2a-sdk error
 classes of the same A2A error (a2a-sdk reads the ErrorInfo reason of
 ``grpc-status-details-bin``). Our app and a2a-sdk's generated code share the process:
-our ``lf.a2a.v1`` lives in a private descriptor pool.
+our ``lf.a2a.v1`` lives in a private descriptor pool. The scenarios shared with the other
+bindings live in :mod:`tests.server._sdk_client_scenarios`.
 """
 
 from __future__ import annotations

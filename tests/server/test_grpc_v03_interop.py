@@ -6,7 +6,8 @@ The a2a-sdk card lists one ``GRPC`` interface with protocol version 0.3 at our
 to ``/a2a.v1.A2AService/<Rpc>`` on the same :class:`GRPCServer` that serves 1.0. Errors
 come back as a2a-sdk's error classes: its 0.3 client reads the error name at the start
 of the status message (``TaskNotFoundError: ...``). a2a-sdk's generated ``a2a.v1`` lives
-in protobuf's default pool, ours in a private one, so both share the process.
+in protobuf's default pool, ours in a private one, so both share the process. The
+scenarios shared with the other bindings live in :mod:`tests.server._sdk_client_scenarios`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The official a2a-sdk 1.3 client, with its REST transport, drives our HTTP+JSON binding.
 
 Each test runs an asyncio a2a-sdk client against our WSGI app on waitress over loopback.
-The card handed to the client lists one ``HTTP+JSON`` 1.0 interface (optionally with a
-tenant), so every call goes through our REST routes; errors must come back as the
-a2a-sdk error classes of the same A2A error.
+The card handed to the client lists one ``HTTP+JSON`` interface (1.0, optionally with a
+tenant, or 0.3), so every call goes through our REST routes; errors must come back as the
+a2a-sdk error classes of the same A2A error. The scenarios shared with the other bindings
+live in :mod:`tests.server._sdk_client_scenarios`.
 """
 
 from __future__ import annotations
