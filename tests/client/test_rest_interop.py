@@ -4,7 +4,8 @@ The scripted agent (tests/peers) serves ``create_rest_routes`` under ``/rest`` (
 0.3 compat mode: ``/rest/v1/...`` with the 0.3 proto JSON) beside its JSON-RPC endpoint,
 and lists the REST interfaces first. Each operation runs over REST in both revisions;
 error cases run over both bindings and must raise the same a2a_sync exception type. The
-resilient client resumes a cut REST stream by resubscribing.
+resilient client resumes a cut REST stream by resubscribing. The scenarios shared with
+the gRPC binding live in :mod:`tests.client._sdk_server_scenarios`.
 """
 
 from __future__ import annotations
@@ -25,18 +26,12 @@ from a2a_sync.errors import (
     TaskNotFound,
     UnsupportedOperation,
 )
-from a2a_sync.types import (
-    Message,
-    PushNotificationConfig,
-    Task,
-    TaskArtifactUpdateEvent,
-    TaskState,
-    TaskStatusUpdateEvent,
-)
+from a2a_sync.types import Task, TaskState
 from tests.peers.fixtures import AgentProcess
 from tests.support.faultproxy import FaultProxy
 from tests.support.fixtures import FaultProxyFactory
 
+from ._sdk_server_scenarios import *  # noqa: F403 - collected here
 from .conftest import PEER_TIMEOUT
 from .test_resilient import Sleeps, delivered_text
 from .test_resilient_interop import CONFIG, ClearProxy
@@ -55,10 +50,10 @@ def client_of(agent: AgentProcess, binding: str, **kwargs: object) -> A2AClient:
 
 
 @pytest.fixture(params=["1.0", "0.3"])
-def rest(request: pytest.FixtureRequest, a2a_sdk_rest_agent: AgentProcess) -> Iterator[A2AClient]:
-    with client_of(a2a_sdk_rest_agent, "HTTP+JSON", revisions=(request.param,)) as client:
-        assert (client.binding, client.revision) == ("HTTP+JSON", request.param)
-        yield client
+def client(request: pytest.FixtureRequest, a2a_sdk_rest_agent: AgentProcess) -> Iterator[A2AClient]:
+    with client_of(a2a_sdk_rest_agent, "HTTP+JSON", revisions=(request.param,)) as opened:
+        assert (opened.binding, opened.revision) == ("HTTP+JSON", request.param)
+        yield opened
 
 
 @pytest.fixture(
@@ -91,54 +86,10 @@ def test_no_interface_of_the_wanted_binding_is_a_configuration_error(
         A2AClient.from_url(a2a_sdk_rest_agent.url, bindings=["GRPC"])
 
 
-def test_send_get_list_and_history_length(rest: A2AClient) -> None:
-    context_id = str(uuid.uuid4())
-    task = rest.send_message("echo over rest", context_id=context_id)
-    assert isinstance(task, Task)
-    assert (task.state, task.text) == (TaskState.completed, "over rest")
-    fetched = rest.get_task(task.id)
-    assert fetched == task
-    if rest.revision == "1.0":
-        assert rest.get_task(task.id, history_length=0).history == []
-    else:  # a2a-sdk's 0.3 layer reads historyLength 0 as "no limit"; 1 is honoured
-        assert len(rest.get_task(task.id, history_length=1).history) == 1
-    if rest.revision == "0.3":
-        with pytest.raises(UnsupportedOperation):  # 0.3 has no ListTasks
-            rest.list_tasks()
-        return
-    listed = rest.list_tasks(context_id=context_id, page_size=10, include_artifacts=True)
-    assert [t.id for t in listed.tasks] == [task.id]
-    # a2a-sdk lists tasks with default values spelled out (mediaType ""): compare content
-    assert listed.tasks[0].text == task.text
-    assert rest.list_tasks(context_id=context_id, status=TaskState.working).tasks == []
-
-
-def test_reply_message_and_input_required_turn(rest: A2AClient) -> None:
-    reply = rest.send_message("reply")
-    assert isinstance(reply, Message)
-    assert reply.text == "hello from reply"
-    asking = rest.send_message("need input")
-    assert isinstance(asking, Task)
-    assert asking.state is TaskState.input_required
-    answered = rest.reply(asking, "Paris")
-    assert isinstance(answered, Task)
-    assert (answered.state, answered.text) == (TaskState.completed, "city: Paris")
-
-
-def test_stream_delivers_every_event_as_the_task_settles(rest: A2AClient) -> None:
-    with rest.stream_message("chunks 3") as stream:
-        events = list(stream)
-        final = stream.get_final_task()
-    assert isinstance(events[0], Task)
-    assert [type(e) for e in events[1:]] == [TaskArtifactUpdateEvent] * 3 + [TaskStatusUpdateEvent]
-    assert final.text == "0,1,2,"
-    assert final == rest.get_task(final.id)
-
-
-def test_subscribe_follows_a_running_task(rest: A2AClient) -> None:
-    started = rest.send_message("slow 5", return_immediately=True)
+def test_subscribe_follows_a_running_task(client: A2AClient) -> None:
+    started = client.send_message("slow 5", return_immediately=True)
     assert isinstance(started, Task)
-    with rest.subscribe(started.id) as stream:
+    with client.subscribe(started.id) as stream:
         events = list(stream)
         final = stream.get_final_task()
     assert isinstance(events[0], Task)
@@ -146,33 +97,15 @@ def test_subscribe_follows_a_running_task(rest: A2AClient) -> None:
     assert final.text == "0,1,2,3,4,"
 
 
-def test_cancel_a_running_task(rest: A2AClient) -> None:
-    started = rest.send_message("slow 100", return_immediately=True)
+def test_cancel_a_running_task(client: A2AClient) -> None:
+    started = client.send_message("slow 100", return_immediately=True)
     assert isinstance(started, Task)
-    canceled = rest.cancel_task(started.id)
+    canceled = client.cancel_task(started.id)
     assert canceled.state is TaskState.canceled
 
 
-def test_push_config_crud(rest: A2AClient) -> None:
-    task = rest.send_message("echo push")
-    assert isinstance(task, Task)
-    config = PushNotificationConfig(url="https://hooks.example/a2a", id="cfg-1", token="t0k")
-    created = rest.create_push_config(task.id, config)
-    assert (created.id, created.url, created.task_id) == ("cfg-1", config.url, task.id)
-    assert rest.get_push_config(task.id, "cfg-1").url == config.url
-    assert [c.id for c in rest.list_push_configs(task.id).configs] == ["cfg-1"]
-    if rest.revision == "0.3":
-        # a2a-sdk's 0.3 compat routes have no DELETE (its proto has one): a plain 404
-        with pytest.raises(HTTPStatusError) as caught:
-            rest.delete_push_config(task.id, "cfg-1")
-        assert caught.value.status_code == 404
-        return
-    rest.delete_push_config(task.id, "cfg-1")
-    assert rest.list_push_configs(task.id).configs == []
-
-
-def test_extended_card_needs_the_token(a2a_sdk_rest_agent: AgentProcess, rest: A2AClient) -> None:
-    assert rest.get_extended_card().name == "Scripted (extended)"
+def test_extended_card_needs_the_token(a2a_sdk_rest_agent: AgentProcess, client: A2AClient) -> None:
+    assert client.get_extended_card().name == "Scripted (extended)"
     with (
         A2AClient.from_url(
             a2a_sdk_rest_agent.url, bindings=["HTTP+JSON"], timeout=PEER_TIMEOUT
@@ -234,17 +167,17 @@ def via_rest(proxy: FaultProxy, revision: str = "1.0") -> A2AClient:
     )
 
 
-def test_resilient_stream_cut_is_resumed_over_rest(proxy: FaultProxy, rest: A2AClient) -> None:
+def test_resilient_stream_cut_is_resumed_over_rest(proxy: FaultProxy, client: A2AClient) -> None:
     """Both revisions: 1.0 resubscribes with POST /tasks/{id}:subscribe, 0.3 with
-    POST /v1/tasks/{id}:subscribe (the `rest` fixture runs each)."""
-    client = ResilientA2AClient(via_rest(proxy, rest.revision), CONFIG, sleep=ClearProxy(proxy))
+    POST /v1/tasks/{id}:subscribe (the `client` fixture runs each)."""
+    client = ResilientA2AClient(via_rest(proxy, client.revision), CONFIG, sleep=ClearProxy(proxy))
     proxy.cut_after_events(1)
     stream = client.stream_message("slow 10")
     events = list(stream)
     assert stream.reconnects >= 1
     assert delivered_text(events) == "".join(f"{i}," for i in range(10))
     final = stream.get_final_task()
-    assert final == rest.get_task(final.id)
+    assert final == client.get_task(final.id)
 
 
 def test_resilient_send_and_wait_over_rest(proxy: FaultProxy) -> None:

@@ -6,13 +6,12 @@ The a2a-sdk card lists one ``GRPC`` interface with protocol version 0.3 at our
 to ``/a2a.v1.A2AService/<Rpc>`` on the same :class:`GRPCServer` that serves 1.0. Errors
 come back as a2a-sdk's error classes: its 0.3 client reads the error name at the start
 of the status message (``TaskNotFoundError: ...``). a2a-sdk's generated ``a2a.v1`` lives
-in protobuf's default pool, ours in a private one, so both share the process.
+in protobuf's default pool, ours in a private one, so both share the process. The
+scenarios shared with the other bindings live in :mod:`tests.server._sdk_client_scenarios`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +24,8 @@ import_grpc()
 
 from a2a_sync.server.app import A2AApplication  # noqa: E402
 from a2a_sync.server.bindings.grpc import GRPCServer  # noqa: E402
+from tests.server._sdk_client_scenarios import *  # noqa: E402, F403 - collected here
+from tests.server._sdk_client_scenarios import client_for, run, sdk_card  # noqa: E402
 from tests.server.agents import WAIT, EchoAgent, card  # noqa: E402
 
 pytestmark = pytest.mark.peer
@@ -51,204 +52,11 @@ def server(app: A2AApplication) -> Iterator[GRPCServer]:
 
 @pytest.fixture
 def served(server: GRPCServer) -> Any:
-    from a2a.types import AgentCapabilities, AgentCard, AgentInterface
+    from a2a.types import AgentInterface
 
-    return AgentCard(
-        name="Test agent",
-        description="test",
-        version="1.0.0",
-        capabilities=AgentCapabilities(streaming=True, push_notifications=True),
-        default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
-        supported_interfaces=[
-            AgentInterface(protocol_binding="GRPC", protocol_version="0.3", url=server.address)
-        ],
+    return sdk_card(
+        AgentInterface(protocol_binding="GRPC", protocol_version="0.3", url=server.address)
     )
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, WAIT * 2))
-
-
-async def client_for(sdk_card: Any, *, streaming: bool) -> Any:
-    import grpc.aio
-    from a2a.client import ClientConfig, create_client
-    from a2a.compat.v0_3.grpc_transport import CompatGrpcTransport
-
-    config = ClientConfig(
-        streaming=streaming,
-        supported_protocol_bindings=["GRPC"],
-        grpc_channel_factory=grpc.aio.insecure_channel,
-    )
-    client = await create_client(sdk_card, client_config=config)
-    assert isinstance(client._transport, CompatGrpcTransport)  # the 0.3 service is spoken
-    return client
-
-
-def user(text: str, task_id: str = "") -> Any:
-    from a2a.types import Message, Part, Role
-
-    return Message(
-        role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[Part(text=text)], task_id=task_id
-    )
-
-
-async def collect(client: Any, message: Any, **config: Any) -> list[Any]:
-    from a2a.types import SendMessageConfiguration, SendMessageRequest
-
-    request = SendMessageRequest(message=message, configuration=SendMessageConfiguration(**config))
-    return [event async for event in client.send_message(request)]
-
-
-def test_send_and_get(served: Any, server: GRPCServer) -> None:
-    from a2a.helpers import get_stream_response_text
-    from a2a.types import GetTaskRequest, TaskState
-
-    async def scenario() -> None:
-        client = await client_for(served, streaming=False)
-        try:
-            events = await collect(client, user("hello"))
-            assert [e.WhichOneof("payload") for e in events] == ["task"]
-            assert events[0].task.status.state == TaskState.TASK_STATE_COMPLETED
-            assert get_stream_response_text(events[0]) == "echo: hello"
-            task_id = events[0].task.id
-            full = await client.get_task(GetTaskRequest(id=task_id))
-            assert full.id == task_id
-            assert [m.parts[0].text for m in full.history] == ["hello"]
-            reply = await collect(client, user("reply"))
-            assert reply[0].WhichOneof("payload") == "message"
-            assert reply[0].message.parts[0].text == "echo: reply"
-        finally:
-            await client.close()
-
-    run(scenario())
-
-
-def test_stream_with_chunked_artifacts(served: Any) -> None:
-    from a2a.types import TaskState
-
-    async def scenario() -> None:
-        client = await client_for(served, streaming=True)
-        try:
-            events = await collect(client, user("chunks 3"))
-            kinds = [e.WhichOneof("payload") for e in events]
-            assert kinds[0] == "task"
-            assert kinds.count("artifact_update") == 3
-            chunks = [e.artifact_update for e in events if e.HasField("artifact_update")]
-            assert [c.append for c in chunks] == [False, True, True]
-            assert [c.last_chunk for c in chunks] == [False, False, True]
-            assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
-        finally:
-            await client.close()
-
-    run(scenario())
-
-
-def test_cancel_and_its_errors(served: Any, agent: EchoAgent) -> None:
-    from a2a.types import CancelTaskRequest, GetTaskRequest, TaskState
-    from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
-
-    async def scenario() -> None:
-        client = await client_for(served, streaming=False)
-        try:
-            events = await collect(client, user("wait"), return_immediately=True)
-            task_id = events[0].task.id
-            assert agent.started.wait(WAIT)
-            canceled = await client.cancel_task(CancelTaskRequest(id=task_id))
-            assert canceled.status.state == TaskState.TASK_STATE_CANCELED
-            done = await collect(client, user("hello"))
-            with pytest.raises(TaskNotCancelableError):
-                await client.cancel_task(CancelTaskRequest(id=done[0].task.id))
-            with pytest.raises(TaskNotFoundError):
-                await client.get_task(GetTaskRequest(id="no-such-task"))
-        finally:
-            await client.close()
-
-    run(scenario())
-
-
-def test_subscribe_mid_task(served: Any, agent: EchoAgent) -> None:
-    from a2a.types import SubscribeToTaskRequest, TaskState
-
-    async def scenario() -> None:
-        starter = await client_for(served, streaming=False)
-        client = await client_for(served, streaming=True)
-        try:
-            first = await collect(starter, user("wait"), return_immediately=True)
-            task_id = first[0].task.id
-            assert agent.started.wait(WAIT)
-            kinds = []
-            last = None
-            async for event in client.subscribe(SubscribeToTaskRequest(id=task_id)):
-                kind = event.WhichOneof("payload")
-                kinds.append(kind)
-                if kind == "task":
-                    assert event.task.status.state == TaskState.TASK_STATE_WORKING
-                    agent.release.set()
-                last = event
-            assert kinds[0] == "task"
-            assert last is not None
-            assert last.status_update.status.state == TaskState.TASK_STATE_COMPLETED
-        finally:
-            await starter.close()
-            await client.close()
-
-    run(scenario())
-
-
-def test_push_config_crud(served: Any) -> None:
-    from a2a.types import (
-        DeleteTaskPushNotificationConfigRequest,
-        GetTaskPushNotificationConfigRequest,
-        ListTaskPushNotificationConfigsRequest,
-        TaskPushNotificationConfig,
-    )
-
-    async def scenario() -> None:
-        client = await client_for(served, streaming=False)
-        try:
-            task_id = (await collect(client, user("need input")))[0].task.id
-            created = await client.create_task_push_notification_config(
-                TaskPushNotificationConfig(
-                    task_id=task_id, id="cfg-1", url="https://hooks.example/a", token="t"
-                )
-            )
-            assert (created.id, created.url) == ("cfg-1", "https://hooks.example/a")
-            got = await client.get_task_push_notification_config(
-                GetTaskPushNotificationConfigRequest(task_id=task_id, id="cfg-1")
-            )
-            # answered without the token (a2a_sync.server.push_policy), as over JSON-RPC
-            assert (got.task_id, got.id, got.url) == (task_id, "cfg-1", "https://hooks.example/a")
-            listed = await client.list_task_push_notification_configs(
-                ListTaskPushNotificationConfigsRequest(task_id=task_id)
-            )
-            assert [c.id for c in listed.configs] == ["cfg-1"]
-            await client.delete_task_push_notification_config(
-                DeleteTaskPushNotificationConfigRequest(task_id=task_id, id="cfg-1")
-            )
-            after = await client.list_task_push_notification_configs(
-                ListTaskPushNotificationConfigsRequest(task_id=task_id)
-            )
-            assert list(after.configs) == []
-        finally:
-            await client.close()
-
-    run(scenario())
-
-
-def test_errors_raised_by_the_agent_map_to_their_classes(served: Any) -> None:
-    from a2a.utils.errors import UnsupportedOperationError
-
-    async def scenario() -> None:
-        client = await client_for(served, streaming=False)
-        try:
-            done = await collect(client, user("hello"))
-            with pytest.raises(UnsupportedOperationError):
-                await collect(client, user("again", task_id=done[0].task.id))
-        finally:
-            await client.close()
-
-    run(scenario())
 
 
 def test_raw_calls_malformed_names_versions_and_one_port(server: GRPCServer) -> None:
