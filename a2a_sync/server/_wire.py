@@ -35,6 +35,7 @@ from ..errors import (
     RPCError,
     VersionNotSupported,
 )
+from .context import RequestHeaders
 
 __all__ = [
     "JSON_HEADERS",
@@ -319,20 +320,19 @@ def dump_result(codec: Codec, operation: Operation, result: Any) -> Any:
     return codec.dump(result)
 
 
+_NO_EXTENSIONS: Final[frozenset[str]] = frozenset()
+
+
 def extensions_of(environ: Mapping[str, Any], revision: str) -> frozenset[str]:
-    raw = environ.get("HTTP_A2A_EXTENSIONS") or environ.get("HTTP_X_A2A_EXTENSIONS") or ""
+    raw = environ.get("HTTP_A2A_EXTENSIONS") or environ.get("HTTP_X_A2A_EXTENSIONS")
+    if not raw:
+        return _NO_EXTENSIONS
     return frozenset(uri.strip() for uri in raw.split(",") if uri.strip())
 
 
-def headers_of(environ: Mapping[str, Any]) -> dict[str, str]:
-    out = {
-        key[5:].replace("_", "-").lower(): value
-        for key, value in environ.items()
-        if key.startswith("HTTP_")
-    }
-    if environ.get("CONTENT_TYPE"):
-        out["content-type"] = environ["CONTENT_TYPE"]
-    return out
+def headers_of(environ: Mapping[str, Any]) -> RequestHeaders:
+    """The request's headers (lower-case names), collected when first read."""
+    return RequestHeaders(environ)
 
 
 def error_object(exc: RPCError, revision: str) -> dict[str, Any]:
