@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import attrs
-
 from ..a2a.types import Message, Role, SendMessageParams, StreamEvent
 from ..errors import ExtensionSupportRequired, InvalidParams, TaskNotFound, UnsupportedOperation
 from ._ids import new_uuid4
 from ._push_configs import Webhooks
-from .context import CallContext, RequestContext
+from .context import CallContext, RequestContext, message_with_ids
 from .runs import EventStream, Run, RunScheduler, RunStream, SnapshotStream
 from .stores.base import StoredTask, TaskStore
 
@@ -199,4 +197,4 @@ def _bound(message: Message, task_id: str, context_id: str) -> Message:
     """The user's message with the task and conversation it belongs to."""
     if message.task_id == task_id and message.context_id == context_id:
         return message
-    return attrs.evolve(message, task_id=task_id, context_id=context_id)
+    return message_with_ids(message, task_id, context_id)
