@@ -8,7 +8,7 @@ Internal to :mod:`a2a_sync.server`.
 from __future__ import annotations
 
 import json
-import threading
+import re
 from json.decoder import WHITESPACE
 from json.encoder import c_make_encoder, encode_basestring
 from typing import Any, Final
@@ -22,18 +22,17 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-# Whether the parse running on this thread met a member name holding "_" (a ProtoJSON
-# field name such as history_length, which the 1.0 params loader must rename first).
-_names = threading.local()
-
-
 def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)
     if len(out) != len(pairs):
         raise ValueError("duplicate member name")
-    if "_" in "".join(out):  # (one C join and search per object)
-        _names.snake = True
     return out
+
+
+# In UTF-8 JSON without any backslash every '"' delimits a string, and a string followed by
+# ':' is a member name; underscores occur only inside strings. So this finds a member name
+# holding "_" (a ProtoJSON field name such as history_length) in such a body.
+_SNAKE_NAME: Final = re.compile(rb'_[^"]*"\s*:')
 
 
 _STRICT: Final = json.JSONDecoder(parse_constant=_no_constant, object_pairs_hook=_unique_members)
@@ -49,15 +48,21 @@ def loads_strict(body: bytes) -> Any:
     Raises:
         ParseError: Not JSON, invalid UTF-8, ``NaN``, duplicate members, too deep.
     """
-    return loads_strict_noting_names(body)[0]
+    return _parse(body)[0]
 
 
 def loads_strict_noting_names(body: bytes) -> tuple[Any, bool]:
-    """:func:`loads_strict`, and whether any member name holds an underscore."""
-    _names.snake = False
+    """:func:`loads_strict`, and whether a member name may hold an underscore (``False``
+    only when none does)."""
+    obj, plain = _parse(body)
+    return obj, not plain or b"\\" in body or _SNAKE_NAME.search(body) is not None
+
+
+def _parse(body: bytes) -> tuple[Any, bool]:
+    """The value, and whether the body is UTF-8 opening with "{"."""
     # What json.loads(body) does (detect the encoding, decode, skip white space, scan one
-    # value, refuse extra data), without its Python layers on every call.
-    # (A body opening with "{" and no NUL next: json.detect_encoding answers utf-8.)
+    # value, refuse extra data), without its Python layers on every call. (A body opening
+    # with "{" and no NUL next: json.detect_encoding answers utf-8.)
     plain = body[:1] == b"{" and body[1:2] != b"\x00"
     encoding = "utf-8" if plain else json.detect_encoding(body)
     try:
@@ -69,7 +74,7 @@ def loads_strict_noting_names(body: bytes) -> tuple[Any, bool]:
         raise ParseError() from exc
     except (ValueError, RecursionError) as exc:
         raise ParseError() from exc
-    return obj, _names.snake
+    return obj, plain
 
 
 def _default(value: Any) -> Any:
