@@ -34,7 +34,7 @@ class MessageIntake:
         store: The task store.
         runs: Starts the agent's runs.
         webhooks: The push configs (checked and saved with a message's configuration).
-        on_event: Called with every event a run publishes.
+        on_event: Called with every event a run publishes (``None``: nothing to call).
         required_extensions: Extension URIs a message must declare (the card marks them
             required: A2A 1.0 §3.3.4).
         deduplicate: Answer a resent message with its first delivery's task.
@@ -45,7 +45,7 @@ class MessageIntake:
         store: TaskStore,
         runs: RunScheduler,
         webhooks: Webhooks,
-        on_event: Callable[[StoredTask, StreamEvent], None],
+        on_event: Callable[[StoredTask, StreamEvent], None] | None,
         *,
         required_extensions: frozenset[str],
         deduplicate: bool,
