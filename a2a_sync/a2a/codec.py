@@ -384,7 +384,9 @@ def codec_for(version: str) -> Codec:
     Raises:
         ConfigurationError: The version is neither 1.0 nor 0.3.
     """
-    codec = _CODECS.get(AgentInterface(url="", protocol_version=version).protocol_revision)
+    codec = _CODECS.get(version)  # the common spellings, without parsing
+    if codec is None:
+        codec = _CODECS.get(AgentInterface(url="", protocol_version=version).protocol_revision)
     if codec is None:
         raise ConfigurationError(f"unsupported A2A protocol version {version!r}")
     return codec

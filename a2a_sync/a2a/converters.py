@@ -125,6 +125,23 @@ def build_converters(revision: str) -> Converters:
     return Converters(build_converter(revision, detailed=False), get_detailed, errors, {}, {})
 
 
+def _is_model_list(type_: Any) -> bool:
+    """``list[Model]`` for a model class (parts, messages, artifacts, card entries)."""
+    args = getattr(type_, "__args__", ())
+    return getattr(type_, "__origin__", None) is list and len(args) == 1 and attrs.has(args[0])
+
+
+def _list_dumper(conv: Converter, type_: Any) -> Callable[[list[Any]], list[Any]]:
+    """What cattrs writes for ``list[Model]`` (a list of each item's dump), as a list
+    comprehension instead of cattrs' generator passed to ``list``."""
+    dump_item = conv.get_unstructure_hook(type_.__args__[0])
+
+    def dump_list(items: list[Any]) -> list[Any]:
+        return [dump_item(item) for item in items]
+
+    return dump_list
+
+
 def build_converter(revision: str, *, detailed: bool) -> Converter:
     """Build the converter for one revision; ``detailed`` collects errors with paths."""
     import cattrs  # noqa: PLC0415 - cattrs is imported on first use, not at import time
@@ -166,6 +183,7 @@ def build_converter(revision: str, *, detailed: bool) -> Converter:
 
     conv.register_structure_hook_factory(attrs.has, structure_fn)
     conv.register_unstructure_hook_factory(attrs.has, unstructure_fn)
+    conv.register_unstructure_hook_factory(_is_model_list, lambda t: _list_dumper(conv, t))
 
     conv.register_structure_hook(str, load_str)
     conv.register_structure_hook(bool, load_bool)

@@ -26,9 +26,12 @@ class Admission:
 
     def __init__(self, max_streams: int) -> None:
         self.max_streams = max_streams
-        #: Notified whenever a stream closes or a unary call ends.
-        self.changed = threading.Condition()
-        self._lock = self.changed
+        # admit/release take the lock itself (a C call), not the condition's Python
+        # __enter__: they run on every unary call.
+        self._lock = threading.RLock()
+        #: Notified whenever a stream closes, or a unary call ends once closing began
+        #: (only :meth:`close` waits for unary calls).
+        self.changed = threading.Condition(self._lock)
         self._streams: set[SSEBody] = set()
         self._refusals = RefusalLog()
         self._in_flight = 0
@@ -56,7 +59,8 @@ class Admission:
         """A unary call admitted by :meth:`admit` ended."""
         with self._lock:
             self._in_flight -= 1
-            self._lock.notify_all()
+            if self._closing:
+                self.changed.notify_all()
 
     def open_stream(self, make_body: Callable[[], SSEBody]) -> SSEBody | None:
         """Register a new stream's body (made by ``make_body`` under the lock), or
@@ -73,7 +77,7 @@ class Admission:
         """A stream's body closed (its ``on_close``)."""
         with self._lock:
             self._streams.discard(body)
-            self._lock.notify_all()
+            self.changed.notify_all()
 
     def close(self, deadline: float) -> bool:
         """Refuse new calls, interrupt open streams, wait until ``deadline`` (monotonic)
@@ -88,6 +92,6 @@ class Admission:
         for body in streams:
             body.interrupt()
         with self._lock:
-            return self._lock.wait_for(
+            return self.changed.wait_for(
                 lambda: self._in_flight == 0, timeout=max(0.0, deadline - time.monotonic())
             )

@@ -29,6 +29,8 @@ class Flag:
         return self._set
 
     def set(self) -> None:
+        if self._set:  # (set once, never cleared: waiters were woken then)
+            return
         with self._lock:
             self._set = True
             if self._cond is not None:

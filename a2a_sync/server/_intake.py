@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import attrs
-
 from ..a2a.types import Message, Role, SendMessageParams, StreamEvent
 from ..errors import ExtensionSupportRequired, InvalidParams, TaskNotFound, UnsupportedOperation
 from ._ids import new_uuid4
 from ._push_configs import Webhooks
-from .context import CallContext, RequestContext
+from .context import CallContext, RequestContext, message_with_ids
 from .runs import EventStream, Run, RunScheduler, RunStream, SnapshotStream
 from .stores.base import StoredTask, TaskStore
 
@@ -36,7 +34,7 @@ class MessageIntake:
         store: The task store.
         runs: Starts the agent's runs.
         webhooks: The push configs (checked and saved with a message's configuration).
-        on_event: Called with every event a run publishes.
+        on_event: Called with every event a run publishes (``None``: nothing to call).
         required_extensions: Extension URIs a message must declare (the card marks them
             required: A2A 1.0 §3.3.4).
         deduplicate: Answer a resent message with its first delivery's task.
@@ -47,7 +45,7 @@ class MessageIntake:
         store: TaskStore,
         runs: RunScheduler,
         webhooks: Webhooks,
-        on_event: Callable[[StoredTask, StreamEvent], None],
+        on_event: Callable[[StoredTask, StreamEvent], None] | None,
         *,
         required_extensions: frozenset[str],
         deduplicate: bool,
@@ -199,4 +197,4 @@ def _bound(message: Message, task_id: str, context_id: str) -> Message:
     """The user's message with the task and conversation it belongs to."""
     if message.task_id == task_id and message.context_id == context_id:
         return message
-    return attrs.evolve(message, task_id=task_id, context_id=context_id)
+    return message_with_ids(message, task_id, context_id)

@@ -7,7 +7,6 @@ only user.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 from urllib.parse import parse_qs
@@ -30,11 +29,12 @@ from ..a2a.types import (
 from ..errors import (
     InvalidParams,
     InvalidRequest,
-    ParseError,
     ProtocolError,
     RPCError,
     VersionNotSupported,
 )
+from ._json import loads_strict, loads_strict_noting_names
+from .context import RequestHeaders
 
 __all__ = [
     "JSON_HEADERS",
@@ -45,6 +45,7 @@ __all__ = [
     "StartResponse",
     "check_version",
     "decode",
+    "decode_call",
     "dump_result",
     "error_object",
     "error_payload",
@@ -99,7 +100,13 @@ def host_allowed(host_header: str, allowed: frozenset[str]) -> bool:
 
 
 def decode(body: bytes) -> Request:
-    """Parse and check one JSON-RPC request strictly.
+    """Parse and check one JSON-RPC request strictly (see :func:`decode_call`)."""
+    return decode_call(body)[0]
+
+
+def decode_call(body: bytes) -> tuple[Request, bool]:
+    """Parse and check one JSON-RPC request strictly; also tell whether any member name
+    holds an underscore (else the params need no proto name pass: see :func:`load_params`).
 
     Stricter than ``json.loads``: ``NaN``/``Infinity`` and duplicate member names are
     parse errors (RFC 8259 interoperability), as are invalid UTF-8 and nesting deep
@@ -112,7 +119,7 @@ def decode(body: bytes) -> Request:
             (A2A has none) or a malformed envelope (``request_id`` set when readable);
             -32602 naming the field for a lone surrogate in ``params``.
     """
-    obj = loads_strict(body)
+    obj, snake_names = loads_strict_noting_names(body)
     if isinstance(obj, list):
         raise InvalidRequest("Batch requests are not supported")
     if not isinstance(obj, dict):
@@ -132,7 +139,7 @@ def decode(body: bytes) -> Request:
         raise _with_id(InvalidRequest('"params" must be an object'), request_id)
     # Without an id it is a notification, which A2A has none of: the app checks the
     # method and params as for any request, then refuses it (see refuse_notification).
-    return Request(method, params, request_id, "id" not in obj)
+    return Request(method, params, request_id, "id" not in obj), snake_names
 
 
 def refuse_notification(request: Request) -> None:
@@ -166,35 +173,9 @@ def _refuse_surrogates(obj: dict[str, Any], request_id: Any) -> None:
         )
 
 
-def loads_strict(body: bytes) -> Any:
-    """Parse a request body as strict JSON (see :func:`decode`).
-
-    Raises:
-        ParseError: Not JSON, invalid UTF-8, ``NaN``, duplicate members, too deep.
-    """
-    try:  # (json.loads(body, ...) with one decoder built once instead of per call)
-        return _STRICT.decode(body.decode(json.detect_encoding(body), "surrogatepass"))
-    except (ValueError, RecursionError) as exc:
-        raise ParseError() from exc
-
-
 def _with_id(exc: RPCError, request_id: Any) -> RPCError:
     exc.request_id = request_id
     return exc
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        raise ValueError("duplicate member name")
-    return out
-
-
-_STRICT: Final = json.JSONDecoder(parse_constant=_no_constant, object_pairs_hook=_unique_members)
 
 
 def read_body(environ: Mapping[str, Any], limit: int) -> bytes | None:
@@ -245,12 +226,19 @@ def check_version(environ: Mapping[str, Any], revision: str) -> None:
         raise VersionNotSupported(f"A2A version {version!r} does not match this 0.3 method")
 
 
-def load_params(codec: Codec, operation: Operation, raw: Any) -> Any:
+def load_params(codec: Codec, operation: Operation, raw: Any, *, snake_names: bool = True) -> Any:
+    """The params of ``operation`` as its model (``snake_names=False``: the caller knows no
+    member name in them holds an underscore, so the 1.0 proto name pass is skipped).
+
+    Raises:
+        InvalidParams: The params do not fit the model.
+    """
     model = PARAMS[operation]
     if model is None:
         return None
     if codec.revision == "1.0":
-        raw = proto_names_to_json(raw)
+        if snake_names:
+            raw = proto_names_to_json(raw)
     elif model is SendMessageParams:
         _require_part_kinds(raw)
     try:
@@ -319,20 +307,19 @@ def dump_result(codec: Codec, operation: Operation, result: Any) -> Any:
     return codec.dump(result)
 
 
+_NO_EXTENSIONS: Final[frozenset[str]] = frozenset()
+
+
 def extensions_of(environ: Mapping[str, Any], revision: str) -> frozenset[str]:
-    raw = environ.get("HTTP_A2A_EXTENSIONS") or environ.get("HTTP_X_A2A_EXTENSIONS") or ""
+    raw = environ.get("HTTP_A2A_EXTENSIONS") or environ.get("HTTP_X_A2A_EXTENSIONS")
+    if not raw:
+        return _NO_EXTENSIONS
     return frozenset(uri.strip() for uri in raw.split(",") if uri.strip())
 
 
-def headers_of(environ: Mapping[str, Any]) -> dict[str, str]:
-    out = {
-        key[5:].replace("_", "-").lower(): value
-        for key, value in environ.items()
-        if key.startswith("HTTP_")
-    }
-    if environ.get("CONTENT_TYPE"):
-        out["content-type"] = environ["CONTENT_TYPE"]
-    return out
+def headers_of(environ: Mapping[str, Any]) -> RequestHeaders:
+    """The request's headers (lower-case names), collected when first read."""
+    return RequestHeaders(environ)
 
 
 def error_object(exc: RPCError, revision: str) -> dict[str, Any]:

@@ -40,7 +40,6 @@ import time
 from collections.abc import Iterable
 from typing import Any, Final
 
-from .._net.jsonrpc import encode_result
 from ..a2a.codec import Codec, codec_for
 from ..a2a.methods import STREAMING, Operation, lookup
 from ..a2a.types import AgentCard
@@ -55,6 +54,7 @@ from ..errors import (
 from ._admission import Admission
 from ._gate import CallerGate
 from ._hosts import HOST_REFUSED, allowed_hosts_for, host_permitted
+from ._json import encode_result
 from ._streams import SSE_HEADERS, Prefetched, SSEBody
 from ._wire import (
     JSON_HEADERS,
@@ -62,7 +62,7 @@ from ._wire import (
     LOOPBACK_HOSTS,
     StartResponse,
     check_version,
-    decode,
+    decode_call,
     dump_result,
     error_object,
     error_payload,
@@ -282,7 +282,7 @@ class A2AApplication:
         revision = "1.0"
         request_id: Any = None
         try:
-            request = decode(body)
+            request, snake_names = decode_call(body)
             request_id = request.id
             found = lookup(request.method)
             if found is None:
@@ -290,7 +290,7 @@ class A2AApplication:
             operation, revision = found
             check_version(environ, revision)
             codec = codec_for(revision)
-            params = load_params(codec, operation, request.params)
+            params = load_params(codec, operation, request.params, snake_names=snake_names)
             refuse_notification(request)
             if operation is Operation.GET_EXTENDED_CARD:
                 # Capability before caller (A2A 1.0 §3.1.11): an agent without an extended

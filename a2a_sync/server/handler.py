@@ -189,7 +189,8 @@ class DefaultRequestHandler:
             self.store,
             self._runs,
             self._webhooks,
-            self._on_event,
+            # Without a push sender no event is pushed: runs skip the call per event.
+            self._on_event if push_sender is not None else None,
             required_extensions=frozenset(e.uri for e in capabilities.extensions if e.required),
             deduplicate=deduplicate_messages,
         )

@@ -54,9 +54,13 @@ class WorkerPool:
         self._idle = 0
         self._numbers = itertools.count(1)
         self._closed = False
-        # One permit per worker slot, taken by whoever runs work: a pool thread or a
-        # caller running work on its own thread (run_here). Keeps max_workers exact.
-        self._slots = threading.BoundedSemaphore(max_workers)
+        # Worker slots taken by whoever runs work: a pool thread or a caller running work
+        # on its own thread (run_here). Keeps max_workers exact. A count under _lock (a
+        # semaphore's Python condition cost more than the rest of run_here); a pool
+        # thread waits on _slot_free while a caller running work inline holds the last.
+        self._busy = 0  # guarded by _lock
+        self._slot_waiters = 0  # pool threads waiting for a slot; guarded by _lock
+        self._slot_free = threading.Condition(self._lock)
         self._inline = 0  # callers inside run_here; guarded by _lock
         self._inline_done = threading.Condition(self._lock)
 
@@ -97,17 +101,20 @@ class WorkerPool:
         with self._lock:
             if self._closed:
                 raise InternalError("the server is shutting down")
-            if self._inline >= self.max_inline or not self._slots.acquire(blocking=False):
+            if self._inline >= self.max_inline or self._busy >= self.max_workers:
                 return False
             self._inline += 1
+            self._busy += 1
         try:
             work()
         except Exception:  # the caller's thread: log, as a pool thread would
             logger.exception("agent work failed")
         finally:
-            self._slots.release()
             with self._lock:
+                self._busy -= 1
                 self._inline -= 1
+                if self._slot_waiters:
+                    self._slot_free.notify()
                 if not self._inline and self._shutting_down():  # (only shutdown waits)
                     self._inline_done.notify_all()
         return True
@@ -120,13 +127,23 @@ class WorkerPool:
             work = self._queue.get()
             if work is None:
                 return
-            with self._slots:  # a caller running work inline may hold the last slot
-                try:
-                    work()
-                except Exception:  # top of a pool thread: log and keep serving
-                    logger.exception("agent work failed")
             with self._lock:
+                while self._busy >= self.max_workers:  # callers running work inline hold them
+                    self._slot_waiters += 1
+                    try:
+                        self._slot_free.wait()
+                    finally:
+                        self._slot_waiters -= 1
+                self._busy += 1
+            try:
+                work()
+            except Exception:  # top of a pool thread: log and keep serving
+                logger.exception("agent work failed")
+            with self._lock:
+                self._busy -= 1
                 self._idle += 1
+                if self._slot_waiters:
+                    self._slot_free.notify()
 
     def shutdown(self, timeout: float) -> bool:
         """Refuse new work, let queued and running work finish, stop the threads.

@@ -18,8 +18,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-import attrs
-
 from ..a2a.types import Message, StreamEvent, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from ..errors import (
     InternalError,
@@ -30,6 +28,7 @@ from ..errors import (
     UnsupportedOperation,
 )
 from ._flag import Flag
+from .context import message_with_ids
 from .event_stream import EventStream, SnapshotStream, TaskSubscriptionStream
 from .events import Subscription
 from .executor import AgentExecutor, RequestContext, TaskUpdater
@@ -104,7 +103,7 @@ class Run:
             # A direct reply: answered to the caller, not stored. Without a task it must
             # not name one (GetTask on that id would be TaskNotFound: A2A 1.0 §3.1.1).
             if event.task_id is not None and not self._has_task:
-                event = attrs.evolve(event, task_id=None)
+                event = message_with_ids(event, None, event.context_id)
             self.reply = event
             self._wake(created=True, settled=True)
             return

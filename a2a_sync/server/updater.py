@@ -4,7 +4,6 @@ for the first-event rule and cancellation it enforces)."""
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,6 +19,7 @@ from ..a2a.types import (
     TaskStatusUpdateEvent,
 )
 from ..errors import InvalidAgentResponse, TaskCanceled
+from ._ids import new_uuid4
 from .context import RequestContext
 
 __all__ = ["Content", "MessageArg", "TaskUpdater"]
@@ -145,7 +145,7 @@ class TaskUpdater:
         items: Sequence[str | Part] = (content,) if isinstance(content, (str, Part)) else content
         artifact = Artifact.create(
             *items,
-            artifact_id=artifact_id if artifact_id is not None else str(uuid.uuid4()),
+            artifact_id=artifact_id if artifact_id is not None else new_uuid4(),
             name=name,
             description=description,
             metadata=metadata,
@@ -184,7 +184,11 @@ class TaskUpdater:
     ) -> Message:
         """An agent message bound to this task and conversation."""
         return Message.agent(
-            *content, task_id=self.task_id, context_id=self.context_id, metadata=metadata
+            *content,
+            task_id=self.task_id,
+            context_id=self.context_id,
+            message_id=new_uuid4(),
+            metadata=metadata,
         )
 
     # -- raw events --------------------------------------------------------------------------
