@@ -24,7 +24,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from ..errors import ProtocolError, excerpt
 from . import types as t
 
-__all__ = ["converter", "structure", "to_camel", "unstructure"]
+__all__ = ["converter", "structure", "structure_tool_result", "to_camel", "unstructure"]
 
 T = TypeVar("T")
 
@@ -183,6 +183,7 @@ def _register_blocks(conv: cattrs.Converter) -> None:
 
 #: The converter; use :func:`structure` / :func:`unstructure` rather than calling it.
 converter = _make_converter()
+_structure_result = converter.get_structure_hook(t.CallToolResult)
 
 
 def structure(data: Any, cls: type[T], *, what: str | None = None) -> T:
@@ -203,6 +204,19 @@ def structure(data: Any, cls: type[T], *, what: str | None = None) -> T:
         raise ProtocolError(
             f"malformed MCP {name}", details=details, excerpt=excerpt(repr(data))
         ) from exc
+
+
+def structure_tool_result(data: Any) -> t.CallToolResult:
+    """``structure(data, CallToolResult, what="tool result")`` without the converter's
+    dispatch (the hook registered for it, called directly).
+
+    Raises:
+        ProtocolError: The value does not fit; ``details`` name JSON paths.
+    """
+    try:
+        return _structure_result(data, t.CallToolResult)
+    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError):
+        return structure(data, t.CallToolResult, what="tool result")  # raises it, explained
 
 
 def unstructure(obj: Any, cls: Any = None) -> Any:

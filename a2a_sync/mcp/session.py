@@ -27,7 +27,7 @@ from ..errors import (
 from . import eras
 from . import types as t
 from ._correlator import Correlator, PendingRequest, Route, Slot
-from ._mrtr import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, InputRounds
+from ._mrtr import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, NOT_ANSWERED, InputRounds
 from .callbacks import (
     CALLBACK_FLUSH_TIMEOUT,
     DISPATCHER_JOIN_TIMEOUT,
@@ -185,7 +185,7 @@ class MCPSession:
         except A2ASyncError:
             self._calls.take(request_id)
             raise
-        return self._calls.handle(request_id, slot)
+        return PendingRequest(self._calls, request_id, slot)
 
     def request(
         self,
@@ -234,6 +234,20 @@ class MCPSession:
             ProtocolError: More than ``max_rounds`` rounds, or an unknown ``resultType``.
             RPCError: A callback refused an input request (its error propagates).
         """
+        wanted = progress_for(progress, reset_on_progress)
+        answered: Any = NOT_ANSWERED
+        if first is None and on_pending is None:
+            # The usual call: one round, waited for at once on this thread (no rounds
+            # loop, no closures); only an ``input_required`` answer goes on to the loop.
+            first = self.begin(method, params, progress=wanted, inline=True)
+            answered = first.wait(
+                timeout,
+                operation=operation,
+                reset_on_progress=reset_on_progress,
+                max_timeout=max_timeout,
+            )
+            if type(answered) is not dict or answered.get("resultType", "complete") == "complete":
+                return answered
         return self._rounds.run(
             method,
             params,
@@ -244,10 +258,11 @@ class MCPSession:
                 max_timeout=max_timeout,
             ),
             operation=operation,
-            progress=progress_for(progress, reset_on_progress),
+            progress=wanted,
             max_rounds=max_rounds,
             on_pending=on_pending,
             first=first,
+            answered=answered,
         )
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
