@@ -139,12 +139,19 @@ def _register_blocks(conv: cattrs.Converter) -> None:
     generic = conv.get_structure_hook(_Blocks)
     by_tag = {tag: (cls, conv.get_structure_hook(cls)) for tag, cls in _CONTENT_CLASSES.items()}
 
+    text_block = t.TextContent
+
     def structure_blocks(value: Any, tp: Any) -> tuple[Any, ...]:
         if type(value) is list:
             blocks = []
             try:
                 for block in value:
                     kind = block.get("type") if type(block) is dict else None
+                    if kind == "text" and len(block) == 2:  # nothing but "type" and "text"
+                        text = block.get("text")
+                        if type(text) is str:
+                            blocks.append(text_block(text))
+                            continue
                     known = by_tag.get(kind) if type(kind) is str else None
                     if known is None:
                         break

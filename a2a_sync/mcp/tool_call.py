@@ -195,8 +195,12 @@ def tool_result(
     result = _codec.structure_tool_result(raw)
     if catalog is not None and not result.is_error:
         tool = catalog.tools.get(name)
-        if tool is None or tool.output_schema is not None:
-            _validate(result, name, tool, catalog, list_tools, timeout)
+        if tool is not None:
+            schema = tool.output_schema
+            data = result.structured_content
+            if schema is None or (data is not None and _schema_compiled.valid(data, schema)):
+                return result
+        _validate(result, name, tool, catalog, list_tools, timeout)  # lists, or explains
     return result
 
 
