@@ -221,9 +221,10 @@ def structure_tool_result(data: Any) -> t.CallToolResult:
         ProtocolError: The value does not fit; ``details`` name JSON paths.
     """
     try:
-        return _structure_result(data, t.CallToolResult)
+        result: t.CallToolResult = _structure_result(data, t.CallToolResult)
     except (cattrs.BaseValidationError, ValueError, TypeError, KeyError):
         return structure(data, t.CallToolResult, what="tool result")  # raises it, explained
+    return result
 
 
 def unstructure(obj: Any, cls: Any = None) -> Any:

@@ -262,7 +262,14 @@ class StdoutPipe:
         the server is not stuck on a full pipe while it is shut down)."""
         try:
             while not self._stopped:
-                if self._ready(None) and not os.read(self._fd, _CHUNK):
+                readable = False
+                for fd, _ in self._poll.poll():
+                    if fd == self._wake_r:
+                        with contextlib.suppress(OSError):  # drained already, or disposed
+                            os.read(self._wake_r, 4096)
+                    else:
+                        readable = True
+                if readable and not os.read(self._fd, _CHUNK):
                     return
         except OSError:
             return
@@ -384,18 +391,6 @@ class StdoutPipe:
         if rest:  # a last line without its newline
             self._handle(rest)
         return False
-
-    def _ready(self, timeout: float | None) -> bool:
-        """Poll the pipe and the wake-up pipe; True when stdout has data (or EOF)."""
-        events = self._poll.poll(None if timeout is None else math.ceil(timeout * 1000))
-        readable = False
-        for fd, _ in events:
-            if fd == self._wake_r:
-                with contextlib.suppress(OSError):  # drained already, or disposed
-                    os.read(self._wake_r, 4096)
-            else:
-                readable = True
-        return readable
 
     def _handle(self, line: bytearray) -> None:
         try:

@@ -316,7 +316,7 @@ def loads_line(text: str) -> Any:
 #: ``_jsonrpc.encode``'s serializer as json's C encoder (compact, non-ASCII kept, NaN
 #: refused), called without ``JSONEncoder.encode``'s two Python frames; None where json
 #: has no C accelerator.
-_c_encoder: Final[Any] = json.encoder.c_make_encoder
+_c_encoder: Final[Any] = getattr(json.encoder, "c_make_encoder", None)
 _default = json.JSONEncoder().default  # raises TypeError for what JSON cannot hold
 
 
