@@ -406,7 +406,7 @@ def main() -> None:
         try:
             run_cli(
                 variants,
-                baseline="official",
+                baseline="raw",
                 default_n=3000 if target == "echo" else 300,
                 title=f"MCP stdio tools/call against the {target} server",
                 argv=rest,

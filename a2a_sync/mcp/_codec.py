@@ -24,7 +24,7 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 from ..errors import ProtocolError, excerpt
 from . import types as t
 
-__all__ = ["converter", "structure", "to_camel", "unstructure"]
+__all__ = ["converter", "structure", "structure_tool_result", "to_camel", "unstructure"]
 
 T = TypeVar("T")
 
@@ -139,12 +139,19 @@ def _register_blocks(conv: cattrs.Converter) -> None:
     generic = conv.get_structure_hook(_Blocks)
     by_tag = {tag: (cls, conv.get_structure_hook(cls)) for tag, cls in _CONTENT_CLASSES.items()}
 
+    text_block = t.TextContent
+
     def structure_blocks(value: Any, tp: Any) -> tuple[Any, ...]:
         if type(value) is list:
             blocks = []
             try:
                 for block in value:
                     kind = block.get("type") if type(block) is dict else None
+                    if kind == "text" and len(block) == 2:  # nothing but "type" and "text"
+                        text = block.get("text")
+                        if type(text) is str:
+                            blocks.append(text_block(text))
+                            continue
                     known = by_tag.get(kind) if type(kind) is str else None
                     if known is None:
                         break
@@ -183,6 +190,7 @@ def _register_blocks(conv: cattrs.Converter) -> None:
 
 #: The converter; use :func:`structure` / :func:`unstructure` rather than calling it.
 converter = _make_converter()
+_structure_result = converter.get_structure_hook(t.CallToolResult)
 
 
 def structure(data: Any, cls: type[T], *, what: str | None = None) -> T:
@@ -203,6 +211,20 @@ def structure(data: Any, cls: type[T], *, what: str | None = None) -> T:
         raise ProtocolError(
             f"malformed MCP {name}", details=details, excerpt=excerpt(repr(data))
         ) from exc
+
+
+def structure_tool_result(data: Any) -> t.CallToolResult:
+    """``structure(data, CallToolResult, what="tool result")`` without the converter's
+    dispatch (the hook registered for it, called directly).
+
+    Raises:
+        ProtocolError: The value does not fit; ``details`` name JSON paths.
+    """
+    try:
+        result: t.CallToolResult = _structure_result(data, t.CallToolResult)
+    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError):
+        return structure(data, t.CallToolResult, what="tool result")  # raises it, explained
+    return result
 
 
 def unstructure(obj: Any, cls: Any = None) -> Any:

@@ -188,6 +188,65 @@ class Correlator:
             )
         slot.settle()
 
+    def wait(
+        self,
+        request_id: RequestId,
+        slot: Slot,
+        timeout: float,
+        operation: str | None,
+        reset_on_progress: bool,
+        max_timeout: float | None,
+    ) -> Any:
+        """:meth:`PendingRequest.wait` (the session's own calls come here directly)."""
+        lock = slot.lock
+        lead = self.lead
+        if lead is None:
+            if lock.acquire(timeout=timeout):
+                return self._outcome(slot)
+            start = time.monotonic() - timeout
+        else:
+            # Read our own answer on this thread if nobody else reads (leader/follower).
+            start = time.monotonic()
+            # With progress resetting the timeout, the caller's clock moves: do not block
+            # in the transport (it still starts what it kept for this thread).
+            deadline = None if reset_on_progress else start + timeout
+            lead(request_id, slot, deadline, self.busy)
+            if lock.acquire(False) or lock.acquire(
+                timeout=max(start + timeout - time.monotonic(), 0)
+            ):
+                if slot.progress is None and slot.error is None:
+                    lock.release()  # keep it released: repeated waits see the same outcome
+                    return slot.result
+                return self._outcome(slot)
+        if reset_on_progress:
+            hard = start + (max_timeout if max_timeout is not None else 10 * timeout)
+            while True:
+                now = time.monotonic()
+                deadline = min(max(slot.last_progress, start) + timeout, hard)
+                if deadline <= now:
+                    break
+                if lock.acquire(timeout=deadline - now):
+                    return self._outcome(slot)
+        if self.forget(request_id, "timeout"):
+            waited = time.monotonic() - start if reset_on_progress else timeout
+            raise DeadlineExceeded(
+                f"{operation or slot.method} timed out after {waited:g} s",
+                url=self.name,
+                timeout=timeout,
+            )
+        lock.acquire()  # the answer is being stored right now
+        return self._outcome(slot)
+
+    def _outcome(self, slot: Slot) -> Any:
+        slot.lock.release()  # keep it released: repeated waits see the same outcome
+        if slot.progress is not None:
+            # Progress arrived before the answer: deliver it before the caller moves on.
+            self._flush()
+        if slot.error is not None:
+            # One error instance may fail many calls: do not grow a shared traceback.
+            raise slot.error.with_traceback(None)
+        return slot.result
+
     def peek(self, request_id: Any) -> Slot | None:
         """The slot of a request still in flight (progress notifications), or None."""
         try:
@@ -282,39 +341,9 @@ class PendingRequest:
             RPCError: The server answered with an error.
             ConnectionClosed: The connection closed first.
         """
-        slot = self._slot
-        lead = self._calls.lead
-        if lead is None:
-            if slot.lock.acquire(timeout=timeout):
-                return self._outcome()
-            start = time.monotonic() - timeout
-        else:
-            # Read our own answer on this thread if nobody else reads (leader/follower).
-            start = time.monotonic()
-            # With progress resetting the timeout, the caller's clock moves: do not block
-            # in the transport (it still starts what it kept for this thread).
-            deadline = None if reset_on_progress else start + timeout
-            lead(self.request_id, slot, deadline, self._calls.busy)
-            if slot.lock.acquire(timeout=max(start + timeout - time.monotonic(), 0)):
-                return self._outcome()
-        if reset_on_progress:
-            hard = start + (max_timeout if max_timeout is not None else 10 * timeout)
-            while True:
-                now = time.monotonic()
-                deadline = min(max(slot.last_progress, start) + timeout, hard)
-                if deadline <= now:
-                    break
-                if slot.lock.acquire(timeout=deadline - now):
-                    return self._outcome()
-        if self._calls.forget(self.request_id, "timeout"):
-            waited = time.monotonic() - start if reset_on_progress else timeout
-            raise DeadlineExceeded(
-                f"{operation or self.method} timed out after {waited:g} s",
-                url=self._calls.name,
-                timeout=timeout,
-            )
-        slot.lock.acquire()  # the answer is being stored right now
-        return self._outcome()
+        return self._calls.wait(
+            self.request_id, self._slot, timeout, operation, reset_on_progress, max_timeout
+        )
 
     def cancel(self, reason: str | None = None) -> bool:
         """Stop waiting and tell the server (``notifications/cancelled``).
@@ -326,14 +355,3 @@ class PendingRequest:
             return False
         self._slot.fail(Cancelled(f"{self.method} was cancelled", url=self._calls.name))
         return True
-
-    def _outcome(self) -> Any:
-        slot = self._slot
-        slot.lock.release()  # keep it released: repeated waits see the same outcome
-        if slot.progress is not None:
-            # Progress arrived before the answer: deliver it before the caller moves on.
-            self._calls.flush()
-        if slot.error is not None:
-            # One error instance may fail many calls: do not grow a shared traceback.
-            raise slot.error.with_traceback(None)
-        return slot.result

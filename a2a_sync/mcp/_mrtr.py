@@ -16,7 +16,7 @@ from ..errors import ProtocolError
 from . import types as t
 from ._correlator import PendingRequest
 
-__all__ = ["DEFAULT_INPUT_REQUIRED_MAX_ROUNDS", "InputRounds"]
+__all__ = ["DEFAULT_INPUT_REQUIRED_MAX_ROUNDS", "NOT_ANSWERED", "InputRounds"]
 
 #: Rounds of ``input_required`` answers before a call gives up (the TypeScript, C# and Go
 #: SDKs use the same cap): a server that keeps asking is broken or looping.
@@ -25,6 +25,8 @@ DEFAULT_INPUT_REQUIRED_MAX_ROUNDS: Final = 10
 STATE_ONLY_BACKOFF: Final = 0.05
 #: Longest such pause.
 STATE_ONLY_BACKOFF_MAX: Final = 0.25
+#: ``answered`` when the first round's answer is not known yet.
+NOT_ANSWERED: Final[Any] = object()
 
 #: ``(method, params, progress) -> PendingRequest``: send one round.
 Begin = Callable[[str, dict[str, Any], "Callable[[t.Progress], None] | None"], PendingRequest]
@@ -60,8 +62,10 @@ class InputRounds:
         max_rounds: int = DEFAULT_INPUT_REQUIRED_MAX_ROUNDS,
         on_pending: Callable[[PendingRequest], None] | None = None,
         first: PendingRequest | None = None,
+        answered: Any = NOT_ANSWERED,
     ) -> Any:
-        """The complete result of ``method``; ``wait`` waits for one round's answer.
+        """The complete result of ``method``; ``wait`` waits for one round's answer
+        (``answered``: what ``first`` answered already, ``on_pending`` saw it then).
 
         Raises:
             ProtocolError: More than ``max_rounds`` rounds, or an unknown ``resultType``.
@@ -71,13 +75,16 @@ class InputRounds:
         delay = STATE_ONLY_BACKOFF
         current = params
         while True:
-            if first is not None:
-                pending, first = first, None
+            if answered is not NOT_ANSWERED:
+                result, answered, first = answered, NOT_ANSWERED, None
             else:
-                pending = self._begin(method, current, progress)
-            if on_pending is not None:
-                on_pending(pending)
-            result = wait(pending)
+                if first is not None:
+                    pending, first = first, None
+                else:
+                    pending = self._begin(method, current, progress)
+                if on_pending is not None:
+                    on_pending(pending)
+                result = wait(pending)
             kind = result.get("resultType") if isinstance(result, dict) else None
             if kind is None or kind == "complete":
                 return result

@@ -20,7 +20,7 @@ from typing import Any, Final
 from ._schema import _COMBINATOR_KEYS, _MAX_DEPTH, _TYPE_CHECKS, _any_value, _equal, _Validator
 from ._schema import validate as _interpret
 
-__all__ = ["findings"]
+__all__ = ["findings", "valid"]
 
 Check = Callable[[Any], bool]
 
@@ -35,6 +35,13 @@ _cache: dict[int, tuple[Any, Check]] = {}
 
 def findings(instance: Any, schema: Any) -> list[str]:
     """:func:`._schema.validate`, answered from the compiled schema when valid."""
+    if valid(instance, schema):
+        return []
+    return _interpret(instance, schema)
+
+
+def valid(instance: Any, schema: Any) -> bool:
+    """True when ``instance`` matches ``schema`` (compiled once per schema)."""
     entry = _cache.get(id(schema))
     if entry is None or entry[0] is not schema:
         entry = (schema, _Compiler(schema).node(schema, 0))
@@ -42,9 +49,7 @@ def findings(instance: Any, schema: Any) -> list[str]:
             if len(_cache) >= _MAX_CACHED:
                 del _cache[next(iter(_cache))]
             _cache[id(schema)] = entry
-    if entry[1](instance):
-        return []
-    return _interpret(instance, schema)
+    return entry[1](instance)
 
 
 def _accept(value: Any) -> bool:

@@ -7,14 +7,13 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ..errors import ConfigurationError
+from ..errors import HeaderMismatch
 from . import eras
 from . import types as t
 from ._handle import Handle
-from ._paging import json_type_name, list_all
-from .callbacks import progress_for
+from ._paging import list_all
 from .session import MCPSession
-from .tool_call import ToolCall, ToolContext, tool_data, typed_output
+from .tool_call import ToolCall, ToolContext, tool_data, tool_params, tool_result, typed_output
 
 __all__ = ["ToolOperations"]
 
@@ -99,10 +98,41 @@ class ToolOperations(Handle):
             ConnectionClosed: The connection closed (``ServerProcessError`` if the
                 server died: exit status and stderr tail).
         """
-        wanted = progress_for(progress, reset_timeout_on_progress)  # a token even with no callback
-        call = self._start(name, arguments, timeout, wanted, inline=True)
-        return call.result(
-            reset_timeout_on_progress=reset_timeout_on_progress, max_timeout=max_timeout
+        # What start_tool_call(...).result() does, without the handle nobody can reach.
+        conn = self._conn
+        session = conn.session
+        info = session.server_info
+        if info is None or info.capabilities.tools is None:
+            self._require("tools", f"call_tool {name!r}")
+        params = tool_params(name, arguments)
+        limit = self.timeout if timeout is None else timeout
+        options = conn.options
+        for attempt in (1, 2):
+            try:
+                raw = session.request_with_input(
+                    "tools/call",
+                    params,
+                    timeout=limit,
+                    operation=f"tool {name!r}",
+                    progress=progress,
+                    reset_on_progress=reset_timeout_on_progress,
+                    max_timeout=max_timeout,
+                    max_rounds=options.input_required_max_rounds,
+                )
+                break
+            except HeaderMismatch:
+                # 2026-07-28 over HTTP: our Mcp-Param-* headers disagree with the tool's
+                # current x-mcp-header annotations. The spec: re-list tools, retry once.
+                if attempt == 2 or not session.transport.wants_context:
+                    raise
+                logger.info("tool %r: header mismatch; re-listing tools and retrying", name)
+                self.list_tools(timeout=limit)
+        return tool_result(
+            raw,
+            name,
+            conn.catalog if options.validate_output else None,
+            self._list_within,
+            limit,
         )
 
     def start_tool_call(
@@ -132,18 +162,7 @@ class ToolOperations(Handle):
     ) -> ToolCall:
         """``start_tool_call``; ``inline``: the result is waited for next, on this thread."""
         self._require("tools", f"call_tool {name!r}")
-        if (
-            arguments is not None
-            and type(arguments) is not dict
-            and not isinstance(arguments, Mapping)
-        ):
-            raise ConfigurationError(
-                f"tool arguments must be a JSON object (dict) or None, got "
-                f"{json_type_name(arguments)}"
-            )
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = arguments if type(arguments) is dict else dict(arguments)
+        params = tool_params(name, arguments)
         session = self._conn.session
         pending = session.begin("tools/call", params, progress=progress, inline=inline)
         return ToolCall(
@@ -215,8 +234,11 @@ class ToolOperations(Handle):
             catalog=conn.catalog,
             validate_output=conn.options.validate_output,
             max_rounds=conn.options.input_required_max_rounds,
-            list_tools=lambda timeout: self.list_tools(timeout=timeout),
+            list_tools=self._list_within,
         )
+
+    def _list_within(self, timeout: float | None) -> object:
+        return self.list_tools(timeout=timeout)
 
     @staticmethod
     def _mirrorable(tool: t.Tool, session: MCPSession) -> bool:

@@ -27,7 +27,7 @@ from ..errors import (
 from . import eras
 from . import types as t
 from ._correlator import Correlator, PendingRequest, Route, Slot
-from ._mrtr import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, InputRounds
+from ._mrtr import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, NOT_ANSWERED, InputRounds
 from .callbacks import (
     CALLBACK_FLUSH_TIMEOUT,
     DISPATCHER_JOIN_TIMEOUT,
@@ -162,6 +162,20 @@ class MCPSession:
             ConnectionClosed: The connection is closed.
             TransportError: The transport could not send.
         """
+        request_id, slot = self._start(method, params, progress, envelope, route, done, inline)
+        return PendingRequest(self._calls, request_id, slot)
+
+    def _start(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        progress: Callable[[t.Progress], None] | None,
+        envelope: bool,
+        route: Route | None,
+        done: threading.Event | None,
+        inline: bool,
+    ) -> tuple[int, Slot]:
+        """:meth:`begin` without the handle: the id and slot of the request sent."""
         slot = Slot(method, progress, done)
         request_id = self._calls.open(slot, route)
         base = self._base_meta if envelope else None
@@ -185,7 +199,7 @@ class MCPSession:
         except A2ASyncError:
             self._calls.take(request_id)
             raise
-        return self._calls.handle(request_id, slot)
+        return request_id, slot
 
     def request(
         self,
@@ -234,6 +248,19 @@ class MCPSession:
             ProtocolError: More than ``max_rounds`` rounds, or an unknown ``resultType``.
             RPCError: A callback refused an input request (its error propagates).
         """
+        wanted = progress_for(progress, reset_on_progress)
+        answered: Any = NOT_ANSWERED
+        if first is None and on_pending is None:
+            # The usual call: one round, waited for at once on this thread (no handle,
+            # no rounds loop, no closures); only ``input_required`` goes on to the loop.
+            calls = self._calls
+            request_id, slot = self._start(method, params, wanted, True, None, None, True)
+            answered = calls.wait(
+                request_id, slot, timeout, operation, reset_on_progress, max_timeout
+            )
+            if type(answered) is not dict or answered.get("resultType", "complete") == "complete":
+                return answered
+            first = PendingRequest(calls, request_id, slot)
         return self._rounds.run(
             method,
             params,
@@ -244,10 +271,11 @@ class MCPSession:
                 max_timeout=max_timeout,
             ),
             operation=operation,
-            progress=progress_for(progress, reset_on_progress),
+            progress=wanted,
             max_rounds=max_rounds,
             on_pending=on_pending,
             first=first,
+            answered=answered,
         )
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import attrs
@@ -26,9 +26,18 @@ from . import _codec, _schema, _schema_compiled
 from . import types as t
 from ._cache import Catalog
 from ._correlator import PendingRequest
+from ._paging import json_type_name
 from .session import MCPSession
 
-__all__ = ["ToolCall", "ToolContext", "structure_typed", "tool_data", "typed_output"]
+__all__ = [
+    "ToolCall",
+    "ToolContext",
+    "structure_typed",
+    "tool_data",
+    "tool_params",
+    "tool_result",
+    "typed_output",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -122,10 +131,13 @@ class ToolCall:
                 logger.info("tool %r: header mismatch; re-listing tools and retrying", self.name)
                 context.list_tools(limit)
                 first = None
-        result = _codec.structure(raw, t.CallToolResult, what="tool result")
-        if context.validate_output and not result.is_error:
-            self._validate(result)
-        return result
+        return tool_result(
+            raw,
+            self.name,
+            context.catalog if context.validate_output else None,
+            context.list_tools,
+            self.timeout,
+        )
 
     def cancel(self, reason: str | None = None) -> bool:
         """Stop the call and tell the server; False if it had already finished."""
@@ -147,31 +159,81 @@ class ToolCall:
         if self._cancelled:
             pending.cancel("cancelled by the client")
 
-    def _validate(self, result: t.CallToolResult) -> None:
-        catalog = self._context.catalog
-        tool = catalog.tools.get(self.name)
-        if tool is None and not catalog.tools_listed:
-            try:
-                self._context.list_tools(self.timeout)
-            except (RPCError, ProtocolError, RequestTimeout) as exc:
-                # Validation is best effort: a failed listing must not fail a good call.
-                logger.warning("cannot list tools to validate %r: %s", self.name, exc)
-                catalog.tools_listed = True
-            tool = catalog.tools.get(self.name)
-        if tool is None or tool.output_schema is None:
-            return
-        if result.structured_content is None:
-            raise ToolOutputError(
-                f"tool {self.name!r} declares an outputSchema but returned no structured content",
-                tool=self.name,
-            )
-        findings = _schema_compiled.findings(result.structured_content, tool.output_schema)
-        if findings:
-            raise ToolOutputError(
-                f"structured content of tool {self.name!r} does not match its outputSchema: "
-                + "; ".join(findings),
-                tool=self.name,
-            )
+
+def tool_params(name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``params`` of a ``tools/call`` (``arguments`` copied into a dict unless it is one).
+
+    Raises:
+        ConfigurationError: ``arguments`` is not a mapping or None (names its JSON type).
+    """
+    if arguments is None:
+        return {"name": name}
+    if type(arguments) is dict:
+        return {"name": name, "arguments": arguments}
+    if not isinstance(arguments, Mapping):
+        raise ConfigurationError(
+            f"tool arguments must be a JSON object (dict) or None, got {json_type_name(arguments)}"
+        )
+    return {"name": name, "arguments": dict(arguments)}
+
+
+def tool_result(
+    raw: Any,
+    name: str,
+    catalog: Catalog | None,
+    list_tools: Callable[[float | None], object],
+    timeout: float,
+) -> t.CallToolResult:
+    """A ``tools/call`` answer as a :class:`~a2a_sync.mcp.types.CallToolResult`, its
+    structured content checked against the tool's ``outputSchema`` when ``catalog`` is
+    given (output validation on; ``list_tools(timeout)`` fills it if never listed).
+
+    Raises:
+        ProtocolError: The answer is not a ``CallToolResult``.
+        ToolOutputError: The structured content breaks the tool's ``outputSchema``.
+    """
+    result = _codec.structure_tool_result(raw)
+    if catalog is not None and not result.is_error:
+        tool = catalog.tools.get(name)
+        if tool is not None:
+            schema = tool.output_schema
+            data = result.structured_content
+            if schema is None or (data is not None and _schema_compiled.valid(data, schema)):
+                return result
+        _validate(result, name, tool, catalog, list_tools, timeout)  # lists, or explains
+    return result
+
+
+def _validate(
+    result: t.CallToolResult,
+    name: str,
+    tool: t.Tool | None,
+    catalog: Catalog,
+    list_tools: Callable[[float | None], object],
+    timeout: float,
+) -> None:
+    if tool is None and not catalog.tools_listed:
+        try:
+            list_tools(timeout)
+        except (RPCError, ProtocolError, RequestTimeout) as exc:
+            # Validation is best effort: a failed listing must not fail a good call.
+            logger.warning("cannot list tools to validate %r: %s", name, exc)
+            catalog.tools_listed = True
+        tool = catalog.tools.get(name)
+    if tool is None or tool.output_schema is None:
+        return
+    if result.structured_content is None:
+        raise ToolOutputError(
+            f"tool {name!r} declares an outputSchema but returned no structured content",
+            tool=name,
+        )
+    findings = _schema_compiled.findings(result.structured_content, tool.output_schema)
+    if findings:
+        raise ToolOutputError(
+            f"structured content of tool {name!r} does not match its outputSchema: "
+            + "; ".join(findings),
+            tool=name,
+        )
 
 
 def tool_data(context: ToolContext, result: t.CallToolResult, name: str, into: Any = None) -> Any:

@@ -38,6 +38,7 @@ alone.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -49,7 +50,7 @@ from typing import IO, Any, Final
 
 from ...errors import A2ASyncError, ConnectionClosed, ResponseTooLarge, excerpt
 from . import Waiter
-from ._stdio_text import NoiseLimiter, loads_line
+from ._stdio_text import NoiseLimiter, scan_json
 
 __all__ = ["LINGER", "StdoutPipe", "open_pipe", "supported"]
 
@@ -124,8 +125,9 @@ class StdoutPipe:
         self._poll.register(self._wake_r, select.POLLIN)
         self._buf = bytearray()
         self._pos = 0
-        # _cond guards the token state below.
-        self._cond = threading.Condition(threading.Lock())
+        # _lock (and _cond over it) guards the token state below.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._holder: int | None = None  # None: free; _READER; else the leader's ident
         self._released_at = 0.0
         self._wanted = 0  # callers waiting for the reader to give the token up
@@ -142,8 +144,8 @@ class StdoutPipe:
         if another caller leads. ``busy()`` says whether other calls are pending once
         this one stops (then the reader takes over at once)."""
         me = threading.get_ident()
-        with self._cond:
-            if not self._may_lead():
+        with self._lock:  # the condition's lock: no Python frames on the hot path
+            if self._closing or self._stopped or self._end is not None:
                 return
             if self._holder == _READER and not self._take_from_reader(waiter, deadline):
                 return
@@ -183,7 +185,7 @@ class StdoutPipe:
         return True
 
     def _leave(self, why: int, busy: Callable[[], bool]) -> None:
-        with self._cond:
+        with self._lock:
             if why in (_END, _TIMEOUT) or self._closing or busy():
                 self._holder = _READER
                 self._cond.notify_all()
@@ -228,6 +230,7 @@ class StdoutPipe:
 
     def _take_for_reader(self) -> bool:
         """Wait until the token is the reader's; False once the stream ended or stopped."""
+        unparked = False  # woken by a leaving leader
         with self._cond:
             while True:
                 if self._end is not None or self._stopped:
@@ -236,22 +239,37 @@ class StdoutPipe:
                 if holder == _READER:
                     return True
                 if holder is None:
+                    unparked = False
                     idle = time.monotonic() - self._released_at
                     if self._closing or (not self._wanted and idle >= LINGER):
                         self._holder = _READER
                         return True
                     self._cond.wait(max(LINGER - idle, 0.001))
-                else:  # a caller leads: it notifies when it leaves
+                elif unparked:
+                    # Woken as a leader left, but the next call took the token first (a
+                    # burst): look again in LINGER rather than be woken by every call.
+                    # It is taken at most LINGER after the last leader leaves either way.
+                    unparked = False
+                    self._cond.wait(LINGER)
+                else:  # a caller leads: it notifies when it leaves (wakes closing too)
                     self._parked = True
                     self._cond.wait()
                     self._parked = False
+                    unparked = True
 
     def discard(self) -> None:
         """Read and drop everything until EOF or :meth:`stop` (after a fatal error, so
         the server is not stuck on a full pipe while it is shut down)."""
         try:
             while not self._stopped:
-                if self._ready(None) and not os.read(self._fd, _CHUNK):
+                readable = False
+                for fd, _ in self._poll.poll():
+                    if fd == self._wake_r:
+                        with contextlib.suppress(OSError):  # drained already, or disposed
+                            os.read(self._wake_r, 4096)
+                    else:
+                        readable = True
+                if readable and not os.read(self._fd, _CHUNK):
                     return
         except OSError:
             return
@@ -294,10 +312,16 @@ class StdoutPipe:
         """Deliver lines (buffered first, then from the pipe) until the reason to stop:
         ``waiter`` settled or past ``deadline`` (a leader), a caller wants the token or a
         stop (the reader), closing (a leader), or the end of the stream (both)."""
+        buf = self._buf
+        poll = self._poll.poll
+        wake_r = self._wake_r
         while True:
-            why = self._consume(waiter)
-            if why is not None:
-                return why
+            if buf:  # what a holder before left (or an incomplete line)
+                why = self._consume(waiter)
+                if why is not None:
+                    return why
+            elif waiter is not None and waiter.settled():
+                return _SETTLED
             if waiter is None:
                 if self._stopped or (self._wanted and not self._closing):
                     return _YIELD
@@ -306,10 +330,18 @@ class StdoutPipe:
                 if self._closing or self._stopped:
                     return _YIELD
                 assert deadline is not None
-                timeout = deadline - time.monotonic()
-                if timeout <= 0:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
                     return _TIMEOUT
-            if self._ready(timeout) and not self._fill():
+                timeout = math.ceil(remaining * 1000)
+            readable = False
+            for fd, _ in poll(timeout):
+                if fd == wake_r:
+                    with contextlib.suppress(OSError):  # drained already, or disposed
+                        os.read(wake_r, 4096)
+                else:
+                    readable = True
+            if readable and not self._fill():
                 return _END
 
     def _consume(self, waiter: Waiter | None) -> int | None:
@@ -328,6 +360,9 @@ class StdoutPipe:
             self._pos = pos
             self._handle(line)
             if waiter is not None and waiter.settled():
+                if pos == len(buf):  # all of it read: the next holder finds it empty
+                    del buf[:]
+                    self._pos = 0
                 return _SETTLED
         if len(buf) - pos > limit:
             return self._too_large()
@@ -357,23 +392,18 @@ class StdoutPipe:
             self._handle(rest)
         return False
 
-    def _ready(self, timeout: float | None) -> bool:
-        """Poll the pipe and the wake-up pipe; True when stdout has data (or EOF)."""
-        events = self._poll.poll(None if timeout is None else math.ceil(timeout * 1000))
-        readable = False
-        for fd, _ in events:
-            if fd == self._wake_r:
-                with contextlib.suppress(OSError):  # drained already, or disposed
-                    os.read(self._wake_r, 4096)
-            else:
-                readable = True
-        return readable
-
     def _handle(self, line: bytearray) -> None:
         try:
             # str, not bytes: json skips its encoding detection (invalid UTF-8 raises
-            # UnicodeDecodeError, a ValueError: noise, as before).
-            message = loads_line(line.decode())
+            # UnicodeDecodeError, a ValueError: noise, as before). ``loads_line`` inlined:
+            # a line that is exactly one JSON value is scanned directly.
+            text = line.decode()
+            try:
+                message, end = scan_json(text, 0)
+            except (StopIteration, ValueError):
+                message, end = None, -1
+            if end != len(text):
+                message = json.loads(text)
         except ValueError:
             if line.strip():
                 self._noise.noise("a stdout line that is not JSON", excerpt(bytes(line)))

@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import codecs
 import json
+import json.encoder
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from json.encoder import encode_basestring
 from typing import Any, Final
 
+from ..._net import jsonrpc as _jsonrpc
 from ...errors import A2ASyncError, ConnectionClosed, ResponseTooLarge, excerpt
 
 __all__ = [
@@ -34,8 +37,10 @@ __all__ = [
     "NoiseLimiter",
     "StderrRelay",
     "discard",
+    "encode_line",
     "loads_line",
     "read_messages",
+    "scan_json",
 ]
 
 #: The stdio transport's logger: these messages are about its pipes.
@@ -294,7 +299,7 @@ def read_messages(
 
 
 #: json's C scanner, as ``json.loads`` uses it (without its two Python frames per line).
-_scan_json: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+scan_json: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def loads_line(text: str) -> Any:
@@ -302,7 +307,45 @@ def loads_line(text: str) -> Any:
     anything else (surrounding whitespace, a BOM, invalid JSON) goes to ``json.loads``,
     which decodes it or raises as always."""
     try:
-        value, end = _scan_json(text, 0)
+        value, end = scan_json(text, 0)
     except (StopIteration, ValueError):
         return json.loads(text)
     return value if end == len(text) else json.loads(text)
+
+
+#: ``_jsonrpc.encode``'s serializer as json's C encoder (compact, non-ASCII kept, NaN
+#: refused), called without ``JSONEncoder.encode``'s two Python frames; None where json
+#: has no C accelerator.
+_c_encoder: Final[Any] = getattr(json.encoder, "c_make_encoder", None)
+_default = json.JSONEncoder().default  # raises TypeError for what JSON cannot hold
+
+
+def encode_line(message: dict[str, Any]) -> bytes:
+    """``_jsonrpc.encode(message) + b"\\n"``: one JSON-RPC message as a stdio line.
+
+    A request (``jsonrpc``, an int ``id``, a string ``method``, ``params``: what the
+    session sends) has its envelope written directly and only ``params`` serialized:
+    the same members in the same order, the same text for ``params`` (and the same
+    errors for what JSON cannot hold)."""
+    if _c_encoder is None:
+        return _jsonrpc.encode(message) + b"\n"
+    if len(message) == 4:
+        request_id = message.get("id")
+        method = message.get("method")
+        params = message.get("params")
+        if (
+            type(request_id) is int
+            and type(method) is str
+            and type(params) is dict
+            and message.get("jsonrpc") == "2.0"
+        ):
+            body = "".join(
+                _c_encoder({}, _default, encode_basestring, None, ":", ",", False, False, False)(
+                    params, 0
+                )
+            )
+            return (
+                f'{{"jsonrpc":"2.0","id":{request_id},"method":{encode_basestring(method)},'
+                f'"params":{body}}}\n'
+            ).encode()
+    return _jsonrpc.encode(message) + b"\n"

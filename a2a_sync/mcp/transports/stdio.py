@@ -40,7 +40,6 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any, Final
 
-from ..._net import jsonrpc as _jsonrpc
 from ...errors import (
     A2ASyncError,
     ConfigurationError,
@@ -61,7 +60,7 @@ from ._process import (
 )
 from ._stdio_lead import StdoutPipe, open_pipe
 from ._stdio_stderr import LOG, StderrChannel
-from ._stdio_text import NoiseLimiter, discard, read_messages
+from ._stdio_text import NoiseLimiter, discard, encode_line, read_messages
 
 __all__ = [
     "DEFAULT_INHERITED_ENV_VARS",
@@ -227,7 +226,7 @@ class StdioTransport:
             ConnectionClosed: The transport is closed.
             ServerProcessError: The server has exited.
         """
-        data = _jsonrpc.encode(message) + b"\n"
+        data = encode_line(message)
         stdin = self._stdin
         with self._write_lock:
             if self._closing or stdin is None:
