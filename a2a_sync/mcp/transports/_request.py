@@ -172,7 +172,7 @@ class RequestPoster:
         if session is not None and not exchange.modern:
             headers[SESSION_HEADER] = session
         try:
-            with exchange.sending():
+            with exchange.sending:
                 response = link.http.open_stream(
                     "POST",
                     link.endpoint.url,
@@ -183,7 +183,7 @@ class RequestPoster:
                     on_start=exchange.started,
                 )
         except Cancelled:
-            if exchange.stop.is_set():
+            if exchange.stopped:
                 return _DONE
             raise
         with response:
