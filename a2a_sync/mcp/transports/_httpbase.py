@@ -118,7 +118,16 @@ class Endpoint:
             that is not loopback (without ``insecure_credentials``).
     """
 
-    __slots__ = ("_auth", "_base", "_challenge_auth", "era_key", "name", "origin", "url")
+    __slots__ = (
+        "_auth",
+        "_base",
+        "_challenge_auth",
+        "_post_base",
+        "era_key",
+        "name",
+        "origin",
+        "url",
+    )
 
     def __init__(
         self,
@@ -177,6 +186,13 @@ class Endpoint:
         elif isinstance(auth, str):
             base["Authorization"] = _bearer(auth)
             self._auth = None
+        #: What every POST carries before its credential is asked for (made once).
+        self._post_base = {
+            "Accept": ACCEPT_BOTH,
+            "Accept-Encoding": "identity",
+            **base,
+            "Content-Type": JSON_TYPE,
+        }
 
     def headers(self, accept: str) -> dict[str, str]:
         """A fresh header dict for one request: ``Accept``, the extra headers and the
@@ -185,7 +201,16 @@ class Endpoint:
         Raises:
             ConfigurationError: The token callable returned an empty or multi-line token.
         """
-        headers = {"Accept": accept, "Accept-Encoding": "identity", **self._base}
+        return self._with_credential(
+            {"Accept": accept, "Accept-Encoding": "identity", **self._base}
+        )
+
+    def post_headers(self) -> dict[str, str]:
+        """:meth:`headers` for a POST (``Accept`` both answer forms), plus
+        ``Content-Type: application/json``; built from a template made once."""
+        return self._with_credential(self._post_base.copy())
+
+    def _with_credential(self, headers: dict[str, str]) -> dict[str, str]:
         if self._auth is not None:
             headers["Authorization"] = _bearer(self._auth())  # type: ignore[operator]
         elif self._challenge_auth is not None:
