@@ -11,6 +11,8 @@ a request still leaving, and a resumption without an event stream read.
 
 from __future__ import annotations
 
+import codecs
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -21,7 +23,7 @@ from a2a_sync._net.http import HTTPTransport
 from a2a_sync.errors import ConnectionLost
 from a2a_sync.mcp import MCPConnection
 from a2a_sync.mcp.transports import Outgoing
-from a2a_sync.mcp.transports._httpbase import ACCEPT_BOTH, JSON_TYPE, Endpoint
+from a2a_sync.mcp.transports._httpbase import ACCEPT_BOTH, JSON_TYPE, Endpoint, decode_messages
 from a2a_sync.mcp.transports._streams import Exchange, Link, resume
 from a2a_sync.policies import ReconnectPolicy, Timeout
 
@@ -153,3 +155,28 @@ def test_calls_still_answered_in_both_eras(resumable_url: str, era: str) -> None
         client = conn.client(timeout=WAIT)
         for i in range(3):
             assert client.call_tool("echo", {"text": f"x{i}"}).text == f"x{i}"
+
+
+_MESSAGE = {"jsonrpc": "2.0", "id": 1, "result": {"text": "h\u00e9llo \u2603 \U0001f600"}}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        json.dumps(_MESSAGE, ensure_ascii=False).encode(),  # UTF-8: the fast path
+        json.dumps([_MESSAGE, _MESSAGE]).encode(),  # a batch
+        b" " + json.dumps(_MESSAGE).encode(),  # leading space: json.loads' own detection
+        codecs.BOM_UTF8 + json.dumps(_MESSAGE).encode(),
+        json.dumps(_MESSAGE).encode("utf-16"),  # BOM + UTF-16: detected, as before
+        json.dumps(_MESSAGE).encode("utf-16-le"),  # no BOM, NUL second byte
+        b'{"jsonrpc":"2.0","id":1,"result":"\\ud800"}',  # a lone surrogate escape
+    ],
+)
+def test_decode_messages_reads_bodies_as_json_loads_does(body: bytes) -> None:
+    expected = json.loads(body)
+    assert decode_messages(body, "test") == (expected if isinstance(expected, list) else [expected])
+
+
+@pytest.mark.parametrize("body", [b'{"id": 1, "x": "\xff"}', b"{not json", b"{", b"[1, 2]"])
+def test_decode_messages_drops_what_is_not_a_message(body: bytes) -> None:
+    assert decode_messages(body, "test") == []

@@ -87,6 +87,8 @@ _TOKEN: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 #: MCP session ids: visible ASCII only (2025-11-25 transports, "Session Management").
 _SESSION_ID: Final = re.compile(r"^[\x21-\x7e]+$")
 _SESSION_ID_MAX: Final = 1024
+#: First bytes of a JSON-RPC body (an object, or a batch): ASCII, so never a BOM's.
+_JSON_OPENERS: Final = frozenset(b"{[")
 
 #: A bearer token, a callable returning the current one, or an authorization that answers
 #: 401/403 challenges (``a2a_sync.auth.oauth.OAuth``).
@@ -336,7 +338,12 @@ def decode_messages(data: bytes | str, source: str) -> list[dict[str, Any]]:
     Anything else is logged and dropped, like a stdio line that is not JSON.
     """
     try:
-        decoded = json.loads(data)
+        if type(data) is bytes and len(data) > 1 and data[0] in _JSON_OPENERS and data[1]:
+            # What json.loads does with bytes it would detect as UTF-8 (no BOM, no NUL in
+            # the first two bytes), without running the detection.
+            decoded = json.loads(data.decode("utf-8", "surrogatepass"))
+        else:
+            decoded = json.loads(data)
     except (ValueError, RecursionError):
         logger.warning("%s sent data that is not JSON: %s", source, excerpt(data))
         return []
