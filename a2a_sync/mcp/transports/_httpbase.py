@@ -87,6 +87,8 @@ _TOKEN: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 #: MCP session ids: visible ASCII only (2025-11-25 transports, "Session Management").
 _SESSION_ID: Final = re.compile(r"^[\x21-\x7e]+$")
 _SESSION_ID_MAX: Final = 1024
+#: First bytes of a JSON-RPC body (an object, or a batch): ASCII, so never a BOM's.
+_JSON_OPENERS: Final = frozenset(b"{[")
 
 #: A bearer token, a callable returning the current one, or an authorization that answers
 #: 401/403 challenges (``a2a_sync.auth.oauth.OAuth``).
@@ -118,7 +120,16 @@ class Endpoint:
             that is not loopback (without ``insecure_credentials``).
     """
 
-    __slots__ = ("_auth", "_base", "_challenge_auth", "era_key", "name", "origin", "url")
+    __slots__ = (
+        "_auth",
+        "_base",
+        "_challenge_auth",
+        "_post_base",
+        "era_key",
+        "name",
+        "origin",
+        "url",
+    )
 
     def __init__(
         self,
@@ -177,6 +188,13 @@ class Endpoint:
         elif isinstance(auth, str):
             base["Authorization"] = _bearer(auth)
             self._auth = None
+        #: What every POST carries before its credential is asked for (made once).
+        self._post_base = {
+            "Accept": ACCEPT_BOTH,
+            "Accept-Encoding": "identity",
+            **base,
+            "Content-Type": JSON_TYPE,
+        }
 
     def headers(self, accept: str) -> dict[str, str]:
         """A fresh header dict for one request: ``Accept``, the extra headers and the
@@ -185,7 +203,16 @@ class Endpoint:
         Raises:
             ConfigurationError: The token callable returned an empty or multi-line token.
         """
-        headers = {"Accept": accept, "Accept-Encoding": "identity", **self._base}
+        return self._with_credential(
+            {"Accept": accept, "Accept-Encoding": "identity", **self._base}
+        )
+
+    def post_headers(self) -> dict[str, str]:
+        """:meth:`headers` for a POST (``Accept`` both answer forms), plus
+        ``Content-Type: application/json``; built from a template made once."""
+        return self._with_credential(self._post_base.copy())
+
+    def _with_credential(self, headers: dict[str, str]) -> dict[str, str]:
         if self._auth is not None:
             headers["Authorization"] = _bearer(self._auth())  # type: ignore[operator]
         elif self._challenge_auth is not None:
@@ -311,7 +338,12 @@ def decode_messages(data: bytes | str, source: str) -> list[dict[str, Any]]:
     Anything else is logged and dropped, like a stdio line that is not JSON.
     """
     try:
-        decoded = json.loads(data)
+        if type(data) is bytes and len(data) > 1 and data[0] in _JSON_OPENERS and data[1]:
+            # What json.loads does with bytes it would detect as UTF-8 (no BOM, no NUL in
+            # the first two bytes), without running the detection.
+            decoded = json.loads(data.decode("utf-8", "surrogatepass"))
+        else:
+            decoded = json.loads(data)
     except (ValueError, RecursionError):
         logger.warning("%s sent data that is not JSON: %s", source, excerpt(data))
         return []

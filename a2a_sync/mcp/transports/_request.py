@@ -160,8 +160,7 @@ class RequestPoster:
 
     def _post(self, exchange: Exchange, attempt: int = 1) -> str:
         link = self._link
-        headers = link.endpoint.headers(ACCEPT_BOTH)
-        headers["Content-Type"] = JSON_TYPE
+        headers = link.endpoint.post_headers()
         headers.update(exchange.context.headers)
         if exchange.internal:  # a replay: this thread is renewing the session
             state = self._session
@@ -172,7 +171,7 @@ class RequestPoster:
         if session is not None and not exchange.modern:
             headers[SESSION_HEADER] = session
         try:
-            with exchange.sending():
+            with exchange.sending:
                 response = link.http.open_stream(
                     "POST",
                     link.endpoint.url,
@@ -183,7 +182,7 @@ class RequestPoster:
                     on_start=exchange.started,
                 )
         except Cancelled:
-            if exchange.stop.is_set():
+            if exchange.stopped:
                 return _DONE
             raise
         with response:
@@ -273,8 +272,7 @@ def post_ack(
     message, context = sent
     attempt = 1
     while True:
-        headers = endpoint.headers(ACCEPT_BOTH)
-        headers["Content-Type"] = JSON_TYPE
+        headers = endpoint.post_headers()
         headers.update(context.headers)
         if session is not None and "Mcp-Method" not in context.headers:
             headers[SESSION_HEADER] = session

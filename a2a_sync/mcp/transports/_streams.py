@@ -9,10 +9,9 @@ reads end at once when the exchange or stream is stopped from another thread.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Final
 
 from ..._net import jsonrpc as _jsonrpc
@@ -52,6 +51,8 @@ MIN_RECONNECT_DELAY: Final = 0.1
 #: After the answer, how long to wait for the server to end its stream (it should at
 #: once) before dropping the connection instead of returning it to the pool.
 DRAIN_TIMEOUT: Final = 1.0
+#: Guards making an exchange's stop event against :meth:`Exchange.abort` (both rare).
+_STOP_LOCK: Final = threading.Lock()
 
 
 class Link:
@@ -101,12 +102,19 @@ class Link:
 class Exchange:
     """One request: its POST, the answer read for it, and any resumption.
 
-    Owned by the worker running it; :meth:`abort` may be called from any thread.
-    Internal exchanges (requests the transport replays itself) keep their answer in
-    :attr:`result` instead of handing it to the session.
+    Owned by the thread running it (the waiting caller, or a worker); :meth:`abort` may
+    be called from any thread. Internal exchanges (requests the transport replays
+    itself) keep their answer in :attr:`result` instead of handing it to the session.
+
+    Made once per call, so it is kept light: no :class:`threading.Event` unless someone
+    waits on one (:attr:`stop` is made on first use: a resumption's pause, a failure
+    report), a plain lock marks a request still leaving (:meth:`wait_quiet`), and the
+    event-stream decoder is made when an answer turns out to be an event stream.
     """
 
     __slots__ = (
+        "_sending",
+        "_stop_event",
         "answered",
         "body",
         "call",
@@ -120,12 +128,11 @@ class Exchange:
         "message",
         "method",
         "modern",
-        "quiet",
         "refusal",
         "request_id",
         "result",
         "sink",
-        "stop",
+        "stopped",
         "wire_id",
     )
 
@@ -149,12 +156,13 @@ class Exchange:
         self.internal = internal
         self.body = _jsonrpc.encode(message)
         self.max_event_bytes = max_event_bytes
-        self.decoder = SSEDecoder(max_event_bytes)
-        #: Abandoned or closing: waits and reads end, quietly.
-        self.stop = threading.Event()
-        #: Clear while an HTTP request for this exchange is being sent.
-        self.quiet = threading.Event()
-        self.quiet.set()
+        #: Made by :meth:`read` (an event-stream answer); kept for resuming it.
+        self.decoder: SSEDecoder | None = None
+        #: Abandoned or closing: waits and reads end, quietly. Set only by :meth:`abort`.
+        self.stopped = False
+        self._stop_event: threading.Event | None = None
+        #: Held while an HTTP request for this exchange is being sent.
+        self._sending = threading.Lock()
         self.call: Call | None = None
         self.answered = False
         self.result: dict[str, Any] | None = None
@@ -163,24 +171,46 @@ class Exchange:
         self.generation = 0
         self.refusal: A2ASyncError | dict[str, Any] | None = None
 
+    @property
+    def stop(self) -> threading.Event:
+        """Set once the exchange is stopped (:meth:`abort`); made on first use, for a
+        wait that must end when it is (a resumption's pause)."""
+        event = self._stop_event
+        if event is None:
+            with _STOP_LOCK:
+                event = self._stop_event
+                if event is None:
+                    event = self._stop_event = threading.Event()
+                    if self.stopped:
+                        event.set()
+        return event
+
     def started(self, call: Call) -> None:
         """``on_start`` of every HTTP call made for this exchange."""
         self.call = call
-        if self.stop.is_set():
+        if self.stopped:
             call.cancel()
 
-    @contextlib.contextmanager
-    def sending(self) -> Iterator[None]:
-        """Marks the span in which a request of this exchange may still be leaving."""
-        self.quiet.clear()
-        try:
-            yield
-        finally:
-            self.quiet.set()
+    @property
+    def sending(self) -> threading.Lock:
+        """Held (``with exchange.sending:``) in the span in which a request of this
+        exchange may still be leaving."""
+        return self._sending
+
+    def wait_quiet(self, timeout: float) -> bool:
+        """Wait until no request of this exchange is leaving; False on timeout."""
+        if self._sending.acquire(timeout=timeout):
+            self._sending.release()
+            return True
+        return False
 
     def abort(self) -> None:
         """Stop from any thread: the current call (opening or streaming) fails at once."""
-        self.stop.set()
+        with _STOP_LOCK:
+            self.stopped = True
+            event = self._stop_event
+        if event is not None:
+            event.set()
         call = self.call
         if call is not None:
             call.cancel()
@@ -190,7 +220,7 @@ class Exchange:
         self.wire_id = new_id
         self.message = {**self.message, "id": new_id}
         self.body = _jsonrpc.encode(self.message)
-        self.decoder = SSEDecoder(self.max_event_bytes)
+        self.decoder = None
         self.answered = False
 
     def take(self, message: dict[str, Any]) -> None:
@@ -232,13 +262,16 @@ class Exchange:
                 response.set_idle_timeout(DRAIN_TIMEOUT)
             return False
 
+        decoder = self.decoder
+        if decoder is None:
+            decoder = self.decoder = SSEDecoder(self.max_event_bytes)
         try:
-            self.failure = pump(response, self.decoder, on_event)
+            self.failure = pump(response, decoder, on_event)
         except Cancelled:
-            if self.stop.is_set():
+            if self.stopped:
                 return True
             raise
-        return self.answered or self.stop.is_set()
+        return self.answered or self.stopped
 
 
 def resume(link: Link, exchange: Exchange, headers: Callable[[], dict[str, str]]) -> None:
@@ -256,7 +289,7 @@ def resume(link: Link, exchange: Exchange, headers: Callable[[], dict[str, str]]
     """
     decoder = exchange.decoder
     failure: A2ASyncError | None = exchange.failure
-    if not decoder.last_event_id:
+    if decoder is None or not decoder.last_event_id:
         raise ConnectionLost(
             f"the response stream of {exchange.method} from {link.name} ended before the "
             "answer, without an event id to resume from" + _detail(failure),
@@ -280,10 +313,10 @@ def resume(link: Link, exchange: Exchange, headers: Callable[[], dict[str, str]]
         request_headers[LAST_EVENT_ID_HEADER] = decoder.last_event_id
         before = exchange.events
         try:
-            with exchange.sending():
+            with exchange.sending:
                 response = link.open("GET", request_headers, exchange.started)
         except Cancelled:
-            if exchange.stop.is_set():
+            if exchange.stopped:
                 return
             raise
         except (RedirectRefused, ResponseTooLarge):

@@ -272,7 +272,7 @@ class StreamableHTTPTransport:
         # The session POSTs notifications/cancelled next: let an aborted POST of the request
         # finish leaving first (it fails at once), so the server never sees the cancel
         # before the request it cancels.
-        exchange.quiet.wait(_CANCEL_ORDER_TIMEOUT)
+        exchange.wait_quiet(_CANCEL_ORDER_TIMEOUT)
         return False
 
     def close(self) -> None:
