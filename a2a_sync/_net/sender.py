@@ -38,6 +38,8 @@ import requests.cookies
 import requests.structures
 import requests.utils
 
+from .lean_response import LeanResponse
+
 __all__ = ["SessionSender"]
 
 #: Entries kept per cache before it is emptied (URLs and header pairs a process sends
@@ -108,7 +110,8 @@ class SessionSender:
         adapter = session.get_adapter(prepared_url)
         response = adapter.send(request, stream=True, **adapter_kwargs)
         raw = response.raw
-        if raw is not None and "set-cookie" in raw.headers:
+        # (the adapter's LeanResponse is made only for answers without Set-Cookie)
+        if type(response) is not LeanResponse and raw is not None and "set-cookie" in raw.headers:
             requests.cookies.extract_cookies_to_jar(jar, request, raw)  # type: ignore[no-untyped-call]
         return response
 
