@@ -76,9 +76,7 @@ USER_AGENT: Final = f"a2a-sync/{__version__} python-requests/{requests.__version
 #: Statuses that carry a Location we refuse to follow. (304 Not Modified is not one.)
 _REDIRECT_STATUSES: Final = frozenset({301, 302, 303, 307, 308})
 
-#: URLs whose environment proxies are remembered before the memo is emptied.
-_PROXY_CACHE_LIMIT: Final = 512
-
+_PROXY_CACHE_LIMIT: Final = 512  # URLs whose proxies are remembered before a reset
 _NO_PROXIES: Final[dict[str, str]] = {}
 
 # --- the transport -----------------------------------------------------------------------------
@@ -156,9 +154,8 @@ class HTTPTransport:
         self._sender = SessionSender(session)
         self._adapter = adapter
         self._proxies: dict[str, dict[str, str]] = {}
-        # Calls in flight: until the answer was read (a plain set: the call always ends
-        # in request()), and open streams (weakly held: a stream dropped unclosed must
-        # not keep its call and socket alive).
+        # Calls until their answer was read; open streams weakly (one dropped unclosed
+        # must not keep its call and socket alive).
         self._inflight: set[Call] = set()
         self._streams: weakref.WeakSet[Call] = weakref.WeakSet()
         self._lock = threading.Lock()  # guards _inflight, _streams, _proxies and _closed
@@ -385,8 +382,7 @@ class HTTPTransport:
     def _proxies_for(self, url: str) -> dict[str, str]:
         if not self._trust_env:
             return _NO_PROXIES
-        # Per URL, not per origin: NO_PROXY may name a path-less host only, but a lookup
-        # by the whole URL needs no parse (the URLs a process calls are few; bounded).
+        # Per URL (the same answer as per origin, without a parse per call; bounded).
         proxies = self._proxies.get(url)
         if proxies is None:
             proxies = requests.utils.get_environ_proxies(url)

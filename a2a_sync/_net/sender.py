@@ -10,7 +10,8 @@ sends (a fixed set of URLs, a ``bytes`` body, no per-call cookies, params or aut
 that has the same answer every time, so :class:`SessionSender` works it out once:
 
 * the prepared form of each URL (requests' ``prepare_url``) is remembered per URL;
-* each header pair is validated once (requests' ``check_header_validity``);
+* each header pair is validated once (requests' ``check_header_validity``), and the
+  merge of the session's and the call's headers is remembered per content of both;
 * the session's own state is read on every call, so changes the user makes through
   :attr:`HTTPTransport.session` apply at once: its headers (merged as requests merges
   them: a ``None`` value removes a header), its cookie jar (a ``Cookie`` header is built
