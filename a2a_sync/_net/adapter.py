@@ -4,26 +4,28 @@ origin.
 
 It plugs into requests through ``HTTPAdapter``'s documented subclassing hooks
 (``max_retries``, ``init_poolmanager``, ``proxy_manager_for``,
-``get_connection_with_tls_context``, ``request_url``, ``build_response``). ``send`` itself
-is requests' own, so anything that patches ``HTTPAdapter.send`` (the ``responses`` test
-library) still sees every call.
+``get_connection_with_tls_context``, ``request_url``, ``build_response``, ``send``).
+``send`` is requests' own step for step, less its no-op steps, and hands urllib3 the
+request headers as a plain dict; while ``HTTPAdapter.send`` itself is replaced (the
+``responses`` test library patches it) the replacement is called, so it sees every call.
 """
 
 from __future__ import annotations
 
-import datetime
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Final
 
 import requests
 import requests.adapters
-import requests.cookies
-import requests.structures
-import requests.utils
+import requests.exceptions as rex
 import urllib3.connectionpool
+import urllib3.exceptions as uex
+from urllib3.util import Timeout as TimeoutSauce
 from urllib3.util.retry import Retry
 
+from .lean_response import LeanResponse
 from .pool import TRACKED_POOLS, local
 
 __all__ = ["Adapter"]
@@ -33,6 +35,9 @@ __all__ = ["Adapter"]
 _MEMO_LIMIT: Final = 256
 
 _PoolKey = tuple[str, Any, Any, tuple[tuple[str, str], ...]]
+
+#: requests' own ``HTTPAdapter.send``: while it is in place, :meth:`Adapter.send` is used.
+_REQUESTS_SEND: Final = requests.adapters.HTTPAdapter.send
 
 
 def _origin(url: str) -> str:
@@ -124,7 +129,71 @@ class Adapter(requests.adapters.HTTPAdapter):
             return super().build_response(req, resp)
         # requests' own, less the cookie extraction that finds nothing without Set-Cookie
         # (it builds a mock request and response and parses the URL again for that).
-        return _Response(self, req, resp)
+        return LeanResponse(self, req, resp)
+
+    def send(
+        self,
+        request: requests.PreparedRequest,
+        stream: bool = False,
+        timeout: Any = None,
+        verify: bool | str = True,
+        cert: Any = None,
+        proxies: Mapping[str, str] | None = None,
+    ) -> requests.Response:
+        """requests' ``HTTPAdapter.send`` (2.32-2.34), the same steps and errors, less the
+        ``add_headers`` hook (a no-op in requests, not overridden here); urllib3 gets the
+        headers as a plain dict (it copies and walks them once per request; requests'
+        ``CaseInsensitiveDict`` costs a Python call per header for each)."""
+        if requests.adapters.HTTPAdapter.send is not _REQUESTS_SEND:
+            # Replaced (the responses library mocks it): the replacement sees every call.
+            return super().send(request, stream, timeout, verify, cert, proxies)
+        try:
+            conn: Any = self.get_connection_with_tls_context(request, verify, proxies, cert)
+        except uex.LocationValueError as exc:
+            raise rex.InvalidURL(exc, request=request) from exc
+        self.cert_verify(conn, str(request.url), verify, cert)  # type: ignore[no-untyped-call]
+        url = self.request_url(request, proxies)
+        headers: Any = request.headers
+        body = request.body
+        chunked = not (body is None or "Content-Length" in headers)
+        store = getattr(headers, "_store", None)
+        if type(store) is OrderedDict and not conn.proxy_headers:
+            # (with proxy headers urllib3 merges them in: case-insensitively only into
+            # requests' mapping)
+            headers = dict(store.values())
+        if isinstance(timeout, TimeoutSauce):
+            resolved = timeout
+        elif isinstance(timeout, tuple):
+            try:
+                connect, read = timeout
+            except ValueError:
+                raise ValueError(
+                    f"Invalid timeout {timeout}. Pass a (connect, read) timeout tuple, "
+                    f"or a single float to set both timeouts to the same value."
+                ) from None
+            resolved = TimeoutSauce(connect=connect, read=read)
+        else:
+            resolved = TimeoutSauce(connect=timeout, read=timeout)
+        try:
+            response = conn.urlopen(
+                method=request.method,
+                url=url,
+                body=body,
+                headers=headers,
+                redirect=False,
+                assert_same_host=False,
+                preload_content=False,
+                decode_content=False,
+                retries=self.max_retries,
+                timeout=resolved,
+                chunked=chunked,
+            )
+        except (uex.ProtocolError, OSError, uex.HTTPError) as exc:
+            error = _requests_error(exc, request)
+            if error is exc:
+                raise
+            raise error from exc
+        return self.build_response(request, response)
 
     def close(self) -> None:
         with self._memo_lock:
@@ -132,55 +201,32 @@ class Adapter(requests.adapters.HTTPAdapter):
         super().close()
 
 
-_NO_TIME: Final = datetime.timedelta(0)
-_UNSET: Final[Any] = object()
-
-
-class _Response(requests.Response):
-    """The ``requests.Response`` :meth:`Adapter.build_response` returns for an answer
-    without ``Set-Cookie``: requests' fields, less three objects requests makes for every
-    response and a2a_sync never reads on its paths.
-
-    * ``headers`` are the urllib3 response's own (case-insensitive, a repeated header's
-      values joined with ``", "``: what requests' copy into a ``CaseInsensitiveDict``
-      holds), not a copy;
-    * the (empty) cookie jar and the ``encoding`` guessed from ``Content-Type`` are made
-      when first read.
-    """
-
-    def __init__(self, adapter: Adapter, req: requests.PreparedRequest, resp: Any) -> None:
-        # Not requests' __init__: every attribute it sets is set here.
-        self._content = False  # type: ignore[assignment]  # requests' "not read yet"
-        self._content_consumed = False
-        self._next = None
-        self.status_code = resp.status
-        self.headers = resp.headers
-        self.raw = resp
-        self.reason = resp.reason
-        self.url = req.url.decode("utf-8") if isinstance(req.url, bytes) else str(req.url)
-        self.history = []
-        self.elapsed = _NO_TIME
-        self.request = req
-        self.connection = adapter
-        self._jar: requests.cookies.RequestsCookieJar | None = None
-        self._encoding: str | None = _UNSET
-
-    @property
-    def cookies(self) -> requests.cookies.RequestsCookieJar:
-        if self._jar is None:
-            self._jar = requests.cookies.RequestsCookieJar()
-        return self._jar
-
-    @cookies.setter
-    def cookies(self, jar: requests.cookies.RequestsCookieJar) -> None:
-        self._jar = jar
-
-    @property
-    def encoding(self) -> str | None:
-        if self._encoding is _UNSET:
-            self._encoding = requests.utils.get_encoding_from_headers(self.headers)
-        return self._encoding
-
-    @encoding.setter
-    def encoding(self, value: str | None) -> None:
-        self._encoding = value
+def _requests_error(exc: BaseException, request: requests.PreparedRequest) -> BaseException:
+    """The exception requests' ``HTTPAdapter.send`` raises for ``exc`` from ``urlopen``
+    (its mapping, case for case; ``exc`` itself where requests lets it through)."""
+    if isinstance(exc, (uex.ProtocolError, OSError)):
+        return rex.ConnectionError(exc, request=request)
+    if isinstance(exc, uex.MaxRetryError):
+        reason = exc.reason
+        if isinstance(reason, uex.ConnectTimeoutError) and not isinstance(
+            reason, uex.NewConnectionError
+        ):
+            return rex.ConnectTimeout(exc, request=request)
+        if isinstance(reason, uex.ResponseError):
+            return rex.RetryError(exc, request=request)
+        if isinstance(reason, uex.ProxyError):
+            return rex.ProxyError(exc, request=request)
+        if isinstance(reason, uex.SSLError):
+            return rex.SSLError(exc, request=request)
+        return rex.ConnectionError(exc, request=request)
+    if isinstance(exc, uex.ClosedPoolError):
+        return rex.ConnectionError(exc, request=request)
+    if isinstance(exc, uex.ProxyError):
+        return rex.ProxyError(exc)
+    if isinstance(exc, uex.SSLError):
+        return rex.SSLError(exc, request=request)
+    if isinstance(exc, uex.ReadTimeoutError):
+        return rex.ReadTimeout(exc, request=request)
+    if isinstance(exc, uex.InvalidHeader):
+        return rex.InvalidHeader(exc, request=request)
+    return exc

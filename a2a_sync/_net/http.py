@@ -76,6 +76,9 @@ USER_AGENT: Final = f"a2a-sync/{__version__} python-requests/{requests.__version
 #: Statuses that carry a Location we refuse to follow. (304 Not Modified is not one.)
 _REDIRECT_STATUSES: Final = frozenset({301, 302, 303, 307, 308})
 
+_PROXY_CACHE_LIMIT: Final = 512  # URLs whose proxies are remembered before a reset
+_NO_PROXIES: Final[dict[str, str]] = {}
+
 # --- the transport -----------------------------------------------------------------------------
 
 
@@ -151,8 +154,11 @@ class HTTPTransport:
         self._sender = SessionSender(session)
         self._adapter = adapter
         self._proxies: dict[str, dict[str, str]] = {}
-        self._inflight: weakref.WeakSet[Call] = weakref.WeakSet()
-        self._lock = threading.Lock()  # guards _inflight, _proxies and _closed
+        # Calls until their answer was read; open streams weakly (one dropped unclosed
+        # must not keep its call and socket alive).
+        self._inflight: set[Call] = set()
+        self._streams: weakref.WeakSet[Call] = weakref.WeakSet()
+        self._lock = threading.Lock()  # guards _inflight, _streams, _proxies and _closed
         self._closed = False
 
     # -- public --------------------------------------------------------------------------
@@ -270,13 +276,16 @@ class HTTPTransport:
             retry=retry,
             on_start=on_start,
         )
-        return StreamResponse(response, call, self._forget, idle_timeout)
+        with self._lock:
+            self._inflight.discard(call)
+            self._streams.add(call)
+        return StreamResponse(response, call, self._forget_stream, idle_timeout)
 
     def close(self) -> None:
         """Cancel calls in flight (from any thread) and close the pool. Idempotent."""
         with self._lock:
             self._closed = True
-            calls = list(self._inflight)
+            calls = [*self._inflight, *self._streams]
         for call in calls:
             call.cancel()
         self._session.close()
@@ -366,16 +375,21 @@ class HTTPTransport:
         with self._lock:
             self._inflight.discard(call)
 
+    def _forget_stream(self, call: Call) -> None:
+        with self._lock:
+            self._streams.discard(call)
+
     def _proxies_for(self, url: str) -> dict[str, str]:
         if not self._trust_env:
-            return {}
-        origin = url.split("/", 3)[:3]
-        key = "/".join(origin)
-        proxies = self._proxies.get(key)
+            return _NO_PROXIES
+        # Per URL (the same answer as per origin, without a parse per call; bounded).
+        proxies = self._proxies.get(url)
         if proxies is None:
             proxies = requests.utils.get_environ_proxies(url)
             with self._lock:
-                self._proxies[key] = proxies
+                if len(self._proxies) >= _PROXY_CACHE_LIMIT:
+                    self._proxies.clear()
+                self._proxies[url] = proxies
         return proxies
 
 

@@ -78,17 +78,52 @@ class DeadlineTimeout(urllib3.Timeout):
         return remaining if value is None or value is _DEFAULT else min(value, remaining)
 
 
-class _DeadlineReader(io.RawIOBase):
-    """The raw socket reader under an http.client response, with every ``recv`` capped
-    by what is left of the call's deadline.
+def _cap_by_deadline(sock: Any, call: Call) -> None:
+    """Before a socket read: fail once the call's deadline passed, else lower the socket's
+    timeout to what is left of it (the deadline is read on every call: a stream clears it
+    once it is established)."""
+    deadline = call.deadline  # (Call.remaining, inline: once per socket read)
+    if deadline is not None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the call's deadline passed")
+        current = sock.gettimeout()
+        if current is None or current > remaining:
+            sock.settimeout(remaining)
+
+
+class _DeadlineSocketIO(socket.SocketIO):
+    """The socket reader under an http.client response (what ``sock.makefile("rb")``
+    makes), with every ``recv`` capped by what is left of the call's deadline.
 
     Socket timeouts bound one ``recv``; a peer dripping a byte at a time (a long header
     line, a slow body) would keep a call alive far past its deadline. Reading the status
-    line and headers happens inside http.client, so the cap has to sit below it. The
-    deadline is read on every call: a stream clears it once it is established.
+    line and headers happens inside http.client, so the cap has to sit below it.
     """
 
-    def __init__(self, raw: io.RawIOBase, sock: socket.socket, call: Call) -> None:
+    def __init__(self, sock: socket.socket, call: Call) -> None:
+        super().__init__(sock, "rb")
+        self._call = call
+
+    def readinto(self, b: Any) -> int | None:
+        deadline = self._call.deadline  # (_cap_by_deadline, inline: once per socket read)
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("the call's deadline passed")
+            sock = self._sock  # type: ignore[attr-defined]
+            current = sock.gettimeout()
+            if current is None or current > remaining:
+                sock.settimeout(remaining)
+        return super().readinto(b)
+
+
+class _DeadlineReader(io.RawIOBase):
+    """:class:`_DeadlineSocketIO` for a socket-like object that is not a
+    ``socket.socket`` (urllib3's ``SSLTransport`` for TLS through an HTTPS proxy): a raw
+    reader over its own unbuffered file."""
+
+    def __init__(self, raw: io.RawIOBase, sock: Any, call: Call) -> None:
         super().__init__()
         self._raw = raw
         self._sock = sock
@@ -101,14 +136,7 @@ class _DeadlineReader(io.RawIOBase):
         return self._raw.fileno()
 
     def readinto(self, buffer: Any) -> int | None:
-        deadline = self._call.deadline  # (Call.remaining, inline: once per socket read)
-        if deadline is not None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError("the call's deadline passed")
-            current = self._sock.gettimeout()
-            if current is None or current > remaining:
-                self._sock.settimeout(remaining)
+        _cap_by_deadline(self._sock, self._call)
         return self._raw.readinto(buffer)
 
     def close(self) -> None:
@@ -117,15 +145,35 @@ class _DeadlineReader(io.RawIOBase):
         super().close()
 
 
+class _DeadlineFile:
+    """Stands in for the socket while http.client's response makes its file from it
+    (``sock.makefile("rb")``, its only use of the socket), so the file it gets is the
+    deadline-capped one, made once, instead of a plain one wrapped afterwards."""
+
+    __slots__ = ("_call", "_sock")
+
+    def __init__(self, sock: Any, call: Call) -> None:
+        self._sock = sock
+        self._call = call
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        sock, call = self._sock, self._call
+        if isinstance(sock, socket.socket):
+            raw: io.RawIOBase = _DeadlineSocketIO(sock, call)
+            sock._io_refs += 1  # type: ignore[attr-defined]  # as socket.makefile: closed with the file
+        else:
+            raw = _DeadlineReader(sock.makefile(mode, 0), sock, call)
+        return io.BufferedReader(raw)
+
+
 class _DeadlineHTTPResponse(http.client.HTTPResponse):
     """http.client response whose reads respect the calling thread's :class:`Call`."""
 
-    def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
-        super().__init__(sock, *args, **kwargs)
+    def __init__(self, sock: Any, *args: Any, **kwargs: Any) -> None:
         call: Call | None = getattr(local, "call", None)
         if call is not None and call.deadline is not None:
-            raw = self.fp.detach()  # the socket reader, not closed
-            self.fp = io.BufferedReader(_DeadlineReader(raw, sock, call))
+            sock = _DeadlineFile(sock, call)
+        super().__init__(sock, *args, **kwargs)
 
 
 class _TrackedConnectionMixin:

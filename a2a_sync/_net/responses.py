@@ -141,13 +141,12 @@ def read_body(raw: urllib3.BaseHTTPResponse, url: str, call: Call, limit: int) -
         raise ResponseTooLarge(
             f"response of {declared} bytes exceeds the {limit}-byte limit", url=url, limit=limit
         )
+    # (A membership test, not .get(): a lookup of an absent header raises inside urllib3.)
+    encoded = "Content-Encoding" in raw.headers
     # A body sent as is, with a length, is complete once that many bytes arrived:
     # no further read (and its EOF bookkeeping in urllib3) is needed to know it.
-    # (A membership test, not .get(): a lookup of an absent header raises inside urllib3.)
     expected = (
-        int(declared)
-        if declared is not None and declared.isdigit() and "Content-Encoding" not in raw.headers
-        else None
+        int(declared) if declared is not None and declared.isdigit() and not encoded else None
     )
     chunks: list[bytes] = []
     size = 0
@@ -158,7 +157,9 @@ def read_body(raw: urllib3.BaseHTTPResponse, url: str, call: Call, limit: int) -
             deadline = call.deadline  # (Call.remaining, inline: once per read)
             if deadline is not None and deadline <= time.monotonic():
                 raise BudgetExhausted("the call's deadline passed while reading")
-            data = raw.read1(_READ_CHUNK, decode_content=True)
+            # Without Content-Encoding there is nothing to decode: urllib3's decoding
+            # step (a decoder lookup and a buffer the bytes pass through) is skipped.
+            data = raw.read1(_READ_CHUNK, decode_content=encoded)
             if not data:
                 if call.cancelled:  # a shut-down socket reads as EOF: not the end
                     raise BudgetExhausted("cancelled")

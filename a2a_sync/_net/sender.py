@@ -10,7 +10,8 @@ sends (a fixed set of URLs, a ``bytes`` body, no per-call cookies, params or aut
 that has the same answer every time, so :class:`SessionSender` works it out once:
 
 * the prepared form of each URL (requests' ``prepare_url``) is remembered per URL;
-* each header pair is validated once (requests' ``check_header_validity``);
+* each header pair is validated once (requests' ``check_header_validity``), and the
+  merge of the session's and the call's headers is remembered per content of both;
 * the session's own state is read on every call, so changes the user makes through
   :attr:`HTTPTransport.session` apply at once: its headers (merged as requests merges
   them: a ``None`` value removes a header), its cookie jar (a ``Cookie`` header is built
@@ -38,6 +39,8 @@ import requests.cookies
 import requests.structures
 import requests.utils
 
+from .lean_response import LeanResponse
+
 __all__ = ["SessionSender"]
 
 #: Entries kept per cache before it is emptied (URLs and header pairs a process sends
@@ -61,6 +64,8 @@ class SessionSender:
         self._session = session
         self._urls: dict[str, tuple[str, bool]] = {}  # url -> (prepared url, has credentials)
         self._valid_headers: set[tuple[str, str]] = set()
+        # (session header pairs, call header pairs) -> the merged store, copied per call
+        self._merged: dict[tuple[Any, Any], OrderedDict[str, tuple[str, str]]] = {}
         self._lock = threading.Lock()  # guards clearing the caches
 
     def send(
@@ -85,22 +90,30 @@ class SessionSender:
             or any(session.hooks.get("response") or ())
         ):
             return self._send_generic(method, url, body, headers, adapter_kwargs)
-        request = requests.PreparedRequest()
-        request.method = method.upper()
+        # PreparedRequest() without its __init__ (which builds a hooks dict through a
+        # helper call): the same attributes, set once.
+        request = requests.PreparedRequest.__new__(requests.PreparedRequest)
+        request.method = method = method.upper()
         request.url = prepared_url
-        request.headers = self._merged_headers(headers)
+        request.headers = merged = self._merged_headers(headers)
         request.body = body or None  # as requests: an empty body is no body
+        request._cookies = None  # type: ignore[attr-defined]
+        request.hooks = {"response": []}
+        request._body_position = None  # type: ignore[attr-defined]
+        store = merged._store  # (merged["Content-Length"] = ..., inline)
         if body:
-            request.headers["Content-Length"] = str(len(body))
-        elif request.method not in _BODYLESS and "Content-Length" not in request.headers:
-            request.headers["Content-Length"] = "0"
+            store["content-length"] = ("Content-Length", str(len(body)))
+        elif method not in _BODYLESS and "content-length" not in store:
+            store["content-length"] = ("Content-Length", "0")
         jar = session.cookies
         if _has_cookies(jar):
             request.prepare_cookies(jar)
         adapter = session.get_adapter(prepared_url)
         response = adapter.send(request, stream=True, **adapter_kwargs)
-        if response.raw is not None and "set-cookie" in response.raw.headers:
-            requests.cookies.extract_cookies_to_jar(jar, request, response.raw)  # type: ignore[no-untyped-call]
+        raw = response.raw
+        # (the adapter's LeanResponse is made only for answers without Set-Cookie)
+        if type(response) is not LeanResponse and raw is not None and "set-cookie" in raw.headers:
+            requests.cookies.extract_cookies_to_jar(jar, request, raw)  # type: ignore[no-untyped-call]
         return response
 
     # -- internals -----------------------------------------------------------------------
@@ -135,12 +148,38 @@ class SessionSender:
 
     def _merged_headers(self, headers: Mapping[str, str] | None) -> _Headers:
         # As Session.prepare_request: the session's headers, then the call's; a None value
-        # (in either) removes the header.
+        # (in either) removes the header. The merge is remembered per content of both (the
+        # key: their pairs, as tuples); a change to either is a different key.
+        session_headers = self._session.headers
+        session_store = getattr(session_headers, "_store", None)
+        if type(session_store) is OrderedDict and isinstance(
+            session_headers, requests.structures.CaseInsensitiveDict
+        ):
+            key = (
+                tuple(session_store.values()),
+                tuple(headers.items()) if headers else (),
+            )
+            try:
+                merged = self._merged.get(key)
+            except TypeError:  # an unhashable value: the merge below rejects it
+                merged = None
+            if merged is None:
+                merged = self._merge(session_store.values(), headers)
+                with self._lock:
+                    if len(self._merged) >= _CACHE_LIMIT:
+                        self._merged.clear()
+                    self._merged[key] = merged
+            return _Headers.of(merged.copy())
+        return _Headers.of(self._merge(session_headers.items(), headers))
+
+    def _merge(
+        self, session_pairs: Iterable[tuple[str, Any]], headers: Mapping[str, str] | None
+    ) -> OrderedDict[str, tuple[str, str]]:
         store: OrderedDict[str, tuple[str, str]] = OrderedDict()
         valid = self._valid_headers
         # A None value is allowed at runtime (it removes the header), whatever the stubs say.
         call_pairs: Iterable[tuple[str, str | None]] = (headers or _NO_HEADERS).items()
-        for pairs in (_pairs(self._session.headers), call_pairs):
+        for pairs in (session_pairs, call_pairs):
             for name, value in pairs:
                 if value is None:
                     store.pop(name.lower(), None)
@@ -152,9 +191,7 @@ class SessionSender:
                             valid.clear()
                         valid.add((name, value))
                 store[name.lower()] = (name, value)
-        merged = _Headers.__new__(_Headers)  # (_Headers.of, inline)
-        merged._store = store
-        return merged
+        return store
 
 
 def _has_cookies(jar: CookieJar) -> bool:
@@ -165,20 +202,6 @@ def _has_cookies(jar: CookieJar) -> bool:
     if isinstance(jar, CookieJar) and isinstance(store, dict):
         return bool(store)
     return bool(len(jar))
-
-
-def _pairs(headers: Mapping[str, Any]) -> Iterable[tuple[str, str | None]]:
-    """The (name, value) pairs of a header mapping; of a ``CaseInsensitiveDict`` (the
-    session's) straight from its storage rather than a lookup per name."""
-    store = getattr(headers, "_store", None)
-    pairs: Iterable[tuple[str, str | None]]
-    if isinstance(headers, requests.structures.CaseInsensitiveDict) and isinstance(
-        store, OrderedDict
-    ):
-        pairs = store.values()
-    else:
-        pairs = headers.items()
-    return pairs
 
 
 class _Headers(requests.structures.CaseInsensitiveDict[str]):
@@ -208,6 +231,11 @@ class _Headers(requests.structures.CaseInsensitiveDict[str]):
 
     def __iter__(self) -> Iterator[str]:
         return iter([name for name, _ in self._store.values()])
+
+    def __contains__(self, key: object) -> bool:
+        # (requests' adapter asks for Content-Length once per request; the generic
+        # Mapping version goes through __getitem__ and a caught KeyError when absent)
+        return isinstance(key, str) and key.lower() in self._store
 
     def update(self, *args: Any, **kwargs: str) -> None:
         # urllib3 merges its pool's proxy headers into each request's copy; without a
