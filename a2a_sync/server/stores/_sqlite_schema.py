@@ -12,11 +12,12 @@ from __future__ import annotations
 import sqlite3
 from typing import Final
 
-from ..._net.jsonrpc import decode_json, encode
+from ..._net.jsonrpc import decode_json
 from ...a2a.accumulate import accumulate
 from ...a2a.codec import V1_0
 from ...a2a.types import Message, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from ...errors import ConfigurationError
+from ._encode import task_blob
 from .base import micros_of, status_time
 
 __all__ = [
@@ -133,7 +134,7 @@ def save_snapshot(db: sqlite3.Connection, task: Task, seq: int, principal: str) 
             task.status.state.value,
             micros_of(status_time(task)),
             seq,
-            encode(V1_0.dump_task(task)),
+            task_blob(task),
         ),
     )
 
