@@ -25,7 +25,6 @@ __all__ = [
     "ORPHANS_SQL",
     "SCHEMA",
     "SNAPSHOT_EVERY",
-    "insert_event",
     "insert_events",
     "load_task_row",
     "orphan_failure",
@@ -90,36 +89,29 @@ _UPSERT: Final = (
 )
 
 
-def insert_event(db: sqlite3.Connection, task_id: str, seq: int, blob: bytes) -> None:
-    """Append one log entry.
-
-    Raises:
-        ConfigurationError: ``seq`` is 1 and the task exists already.
-        sqlite3.Error: The write failed.
-    """
-    try:
-        db.execute(
-            "INSERT INTO a2a_events (task_id, seq, event) VALUES (?, ?, ?)", (task_id, seq, blob)
-        )
-    except sqlite3.IntegrityError as exc:
-        if seq == 1 and db.execute("SELECT 1 FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone():
-            raise ConfigurationError(f"task {task_id!r} exists already") from exc
-        raise
+_INSERT_EVENT: Final = "INSERT INTO a2a_events (task_id, seq, event) VALUES (?, ?, ?)"
 
 
 def insert_events(db: sqlite3.Connection, task_id: str, rows: list[tuple[int, bytes]]) -> None:
-    """Append log entries ``(seq, blob)`` (none of them the creation) in one statement.
+    """Append log entries ``(seq, blob)``, in order, in one statement.
 
     Raises:
+        ConfigurationError: The entries start with the creation (seq 1) and the task
+            exists already.
         sqlite3.Error: The write failed.
     """
-    if len(rows) == 1:
-        insert_event(db, task_id, *rows[0])
-        return
-    db.executemany(
-        "INSERT INTO a2a_events (task_id, seq, event) VALUES (?, ?, ?)",
-        [(task_id, seq, blob) for seq, blob in rows],
-    )
+    try:
+        if len(rows) == 1:
+            db.execute(_INSERT_EVENT, (task_id, *rows[0]))
+        else:
+            db.executemany(_INSERT_EVENT, [(task_id, seq, blob) for seq, blob in rows])
+    except sqlite3.IntegrityError as exc:
+        if (
+            rows[0][0] == 1
+            and db.execute("SELECT 1 FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone()
+        ):
+            raise ConfigurationError(f"task {task_id!r} exists already") from exc
+        raise
 
 
 def save_snapshot(db: sqlite3.Connection, task: Task, seq: int, principal: str) -> None:
