@@ -16,19 +16,34 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from a2a_sync._net.jsonrpc import encode
 from a2a_sync.a2a.accumulate import accumulate
+from a2a_sync.a2a.codec import V1_0
 from a2a_sync.errors import InternalError
 from a2a_sync.server import _ids
 from a2a_sync.server.handler import DefaultRequestHandler
 from a2a_sync.server.stores import SQLiteTaskStore
-from a2a_sync.server.stores._encode import _json_text, event_blob
+from a2a_sync.server.stores._encode import _json_text, event_blob, task_blob
 from a2a_sync.server.stores._sqlite_schema import SNAPSHOT_EVERY
-from a2a_sync.types import ListTasksParams, Message, TaskState, TaskStatusUpdateEvent
+from a2a_sync.server.stores._sqlite_wires import Wires
+from a2a_sync.types import (
+    Artifact,
+    ListTasksParams,
+    Message,
+    Part,
+    StreamEvent,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
 from tests.issues.test_18_unreported_creation import Worker, _row, _send
 from tests.server.agents import WAIT, card
-from tests.server.stores.test_stores import new_task, status
+from tests.server.stores.test_stores import T0, new_task, status
 
 
 def _queued(store: SQLiteTaskStore) -> int:
@@ -228,4 +243,76 @@ def test_a_message_bound_to_a_kept_task_rides_too(tmp_path: Path) -> None:
         assert _log(path, "t1") == [1, 2, 3]
         assert _row(path, "t1") == (TaskState.input_required.value, 3)
     finally:
+        store.close()
+
+
+# -- snapshots built from the events' wires -------------------------------------------------------
+
+_STATES = [TaskState.working, TaskState.input_required, TaskState.auth_required]
+
+
+def _event(kind: int, n: int, task: Task) -> StreamEvent:
+    """One event for ``task`` (kinds: status, status with a message, status with
+    metadata, new artifact, replaced artifact, appended chunk, message)."""
+    text = f"e{n} ☃"
+    if kind <= 2:
+        message = Message.agent(text, task_id=task.id, context_id="c1") if kind == 1 else None
+        return TaskStatusUpdateEvent(
+            task_id=task.id,
+            context_id="c1",
+            status=TaskStatus(state=_STATES[n % 3], message=message, timestamp=T0),
+            metadata={"n": n} if kind == 2 else None,
+        )
+    if kind <= 5:
+        known = [a.artifact_id for a in task.artifacts]
+        artifact_id = known[n % len(known)] if kind > 3 and known else f"a{n}"
+        return TaskArtifactUpdateEvent(
+            task_id=task.id,
+            context_id="c1",
+            artifact=Artifact(artifact_id=artifact_id, parts=[Part.from_text(text)]),
+            append=kind == 5 and artifact_id in known,
+        )
+    return Message.agent(text, task_id=task.id, context_id="c1")
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    kinds=st.lists(st.integers(min_value=0, max_value=6), max_size=12),
+    prune_at=st.sets(st.integers(min_value=0, max_value=12)),
+    context=st.booleans(),
+)
+def test_a_snapshot_built_from_event_wires_is_the_codecs_text(
+    kinds: list[int], prune_at: set[int], context: bool
+) -> None:
+    """Byte for byte ``V1_0.dump_task`` (encoded), after every event, whether or not
+    earlier snapshots pruned the noted wires; the creation's snapshot (not pruning) too."""
+    created = new_task("t1")
+    if not context:
+        created = Task(id="t1", status=created.status, history=created.history)
+    wires = Wires()
+    wires.note(created, V1_0.dump_stream_event(created))
+    task = created
+    for n, kind in enumerate(kinds):
+        event = _event(kind, n, task)
+        wires.note(event, V1_0.dump_stream_event(event))
+        task = accumulate(task, event)
+        if n in prune_at:
+            assert encode(wires.snapshot(task)) == encode(V1_0.dump_task(task))
+        assert encode(wires.snapshot(created, prune=False)) == encode(V1_0.dump_task(created))
+    assert encode(wires.snapshot(task)) == encode(V1_0.dump_task(task))
+
+
+def test_the_files_snapshot_is_the_codecs_text(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    store = SQLiteTaskStore(str(path))
+    handler = DefaultRequestHandler(card(), Worker(), task_store=store, blocking_timeout=WAIT)
+    try:
+        task = _send(handler, "work")
+        with contextlib.closing(sqlite3.connect(str(path), timeout=10)) as db:
+            (blob,) = db.execute(
+                "SELECT snapshot FROM a2a_tasks WHERE id = ?", (task.id,)
+            ).fetchone()
+        assert blob == task_blob(task)
+    finally:
+        assert handler.close(WAIT)
         store.close()

@@ -17,7 +17,7 @@ from ...a2a.codec import V1_0
 from ...a2a.types import StreamEvent, Task
 from ...errors import InternalError
 
-__all__ = ["event_blob", "task_blob"]
+__all__ = ["dumped_event", "event_blob", "task_blob", "task_wire_blob"]
 
 
 def event_blob(event: StreamEvent) -> bytes:
@@ -27,6 +27,25 @@ def event_blob(event: StreamEvent) -> bytes:
         InternalError: A string in the event is not Unicode text; nothing was stored.
     """
     return _blob(V1_0.dump_stream_event(event), event)
+
+
+def dumped_event(event: StreamEvent) -> tuple[dict[str, Any], bytes]:
+    """``event``'s wire (``V1_0.dump_stream_event``) and :func:`event_blob`.
+
+    Raises:
+        InternalError: A string in the event is not Unicode text; nothing was stored.
+    """
+    wire = V1_0.dump_stream_event(event)
+    return wire, _blob(wire, event)
+
+
+def task_wire_blob(wire: Any, task: Task) -> bytes:
+    """A task snapshot already dumped (``wire``, as ``V1_0.dump_task(task)``) as stored.
+
+    Raises:
+        InternalError: A string in the task is not Unicode text; nothing was stored.
+    """
+    return _blob(wire, task)
 
 
 def task_blob(task: Task) -> bytes:

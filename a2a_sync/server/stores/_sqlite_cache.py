@@ -11,6 +11,7 @@ from collections.abc import Hashable, Iterator
 from typing import Generic, TypeVar
 
 from ...a2a.types import StreamEvent, Task
+from ._sqlite_wires import Wires
 from ._sqlite_writer import WriteOp
 
 __all__ = ["Bounded", "TaskCache", "TaskRecord"]
@@ -35,6 +36,7 @@ class TaskRecord:
         "snapshot_queued",
         "task",
         "unwritten",
+        "wires",
     )
 
     def __init__(self, task: Task, principal: str, base: int, saved: int | None = None) -> None:
@@ -61,6 +63,8 @@ class TaskRecord:
         # first): nobody can read them before the creation is committed, so they ride in
         # the task's next op (its final state's, or the one a reader queues).
         self.unwritten: list[tuple[int, bytes]] = []
+        # The wires of the parts its events brought: its snapshots are built from them.
+        self.wires = Wires()
         # An intermediate write failed: the file's log lacks an event the cache has, so
         # later writes of the task fail (the writer checks, in order) and appends are
         # refused; the task is settled by the next start's orphan check.

@@ -10,14 +10,14 @@ log entries after the snapshot's ``seq`` onto it (:func:`load_task_row`).
 from __future__ import annotations
 
 import sqlite3
-from typing import Final
+from typing import Any, Final
 
 from ..._net.jsonrpc import decode_json
 from ...a2a.accumulate import accumulate
 from ...a2a.codec import V1_0
 from ...a2a.types import Message, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from ...errors import ConfigurationError
-from ._encode import task_blob
+from ._encode import task_wire_blob
 from .base import micros_of, status_time
 
 __all__ = [
@@ -114,9 +114,10 @@ def insert_events(db: sqlite3.Connection, task_id: str, rows: list[tuple[int, by
         raise
 
 
-def save_snapshot(db: sqlite3.Connection, task: Task, seq: int, principal: str) -> None:
-    """Write the task's row unless the file has a newer snapshot (encoded here, on the
-    writer thread: its strings were checked when their events were encoded)."""
+def save_snapshot(db: sqlite3.Connection, task: Task, seq: int, principal: str, wire: Any) -> None:
+    """Write the task's row unless the file has a newer snapshot; ``wire`` is the task
+    dumped (``V1_0.dump_task(task)``), encoded here, on the committing thread: its strings
+    were checked when their events were encoded."""
     db.execute(
         _UPSERT,
         (
@@ -126,7 +127,7 @@ def save_snapshot(db: sqlite3.Connection, task: Task, seq: int, principal: str) 
             task.status.state.value,
             micros_of(status_time(task)),
             seq,
-            task_blob(task),
+            task_wire_blob(wire, task),
         ),
     )
 

@@ -194,6 +194,7 @@ class TaskWrites:
         principal = record.principal
         writer = self._writer
         reveal = record.hidden and record.creation is None
+        wire = record.wires.snapshot(task, prune=snapshot_seq is None) if snapshot else None
         if snapshot:
             record.snapshot_queued = saved
 
@@ -204,7 +205,7 @@ class TaskWrites:
                 ) from record.broken
             insert_events(db, task_id, rows)
             if snapshot and not writer.superseded(task_id, saved):  # (else: in this commit)
-                save_snapshot(db, task, saved, principal)
+                save_snapshot(db, task, saved, principal, wire)
 
         def committed() -> None:
             with self._lock:
@@ -242,13 +243,14 @@ class TaskWrites:
         """Queue a write of the record's current snapshot, its log being in the file
         already (lock held). A failure leaves the older snapshot: the log still has all."""
         task, seq, principal = record.task, record.seq, record.principal
+        wire = record.wires.snapshot(task)
         record.snapshot_queued = seq
 
         writer = self._writer
 
         def write(db: sqlite3.Connection) -> None:
             if not writer.superseded(task.id, seq):
-                save_snapshot(db, task, seq, principal)
+                save_snapshot(db, task, seq, principal, wire)
 
         def committed() -> None:
             with self._lock:

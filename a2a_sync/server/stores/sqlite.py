@@ -52,7 +52,7 @@ from ...a2a.types import (
 )
 from ...errors import ConfigurationError, InternalError
 from ..events import DEFAULT_SUBSCRIBER_BUFFER, EventBroker, LogEntry, Subscription
-from ._encode import event_blob
+from ._encode import dumped_event
 from ._sqlite_cache import TaskCache, TaskRecord
 from ._sqlite_claims import Claims
 from ._sqlite_push import PushConfigTable
@@ -149,12 +149,16 @@ class SQLiteTaskStore(TaskWrites, TaskStore):
     # -- tasks -----------------------------------------------------------------------------
 
     def create_task(self, task: Task, *, principal: str) -> StoredTask:
-        blob = event_blob(task)  # before anything changes: bad text fails this call only
+        wire, blob = dumped_event(task)  # before anything changes: bad text fails this call
+        return self._create(task, principal, wire, blob)
+
+    def _create(self, task: Task, principal: str, wire: dict[str, Any], blob: bytes) -> StoredTask:
         with self._lock:
             self._check_open()
             if task.id in self._cache:  # (one in the file only: the write refuses it)
                 raise ConfigurationError(f"task {task.id!r} exists already")
             record = TaskRecord(task, principal, 0)  # seq 0 while pending: invisible
+            record.wires.note(task, wire)
             record.pending = True
             self._cache.put(task.id, record)
             op = self._enqueue_event(record, task, 1, blob, wait=True, snapshot=True)
@@ -166,28 +170,30 @@ class SQLiteTaskStore(TaskWrites, TaskStore):
         next durable event, or first by anyone who looks (see
         :meth:`TaskStore.create_unreported_task`), or once the task has kept
         :data:`SNAPSHOT_EVERY` events."""
-        blob = event_blob(task)  # before anything changes: bad text fails this call only
+        wire, blob = dumped_event(task)  # before anything changes: bad text fails this call
         with self._lock:
             self._check_open()
             if task.id in self._cache:
                 raise ConfigurationError(f"task {task.id!r} exists already")
             if not self._broker.subscriber_count(task.id):
                 record = TaskRecord(task, principal, 0)
+                record.wires.note(task, wire)
                 record.events.append(task)  # seq 1, told to nobody until committed
                 record.unwritten.append((1, blob))
                 record.hidden = True
                 self._cache.put(task.id, record)
                 return StoredTask(task, 1, principal)
-        return self.create_task(task, principal=principal)  # someone follows it already
+        return self._create(task, principal, wire, blob)  # someone follows it already
 
     def append_event(self, task_id: str, event: StreamEvent) -> StoredTask:
         durable = is_final(event)
-        blob = event_blob(event)  # before anything changes: bad text fails this call only
+        wire, blob = dumped_event(event)  # before anything changes: bad text fails this call
         with self._lock:
             self._check_open()
             record = self._settled_record(task_id)
             check_open(record.task)
             folded = accumulate(record.task, event)
+            record.wires.note(event, wire)
             seq = record.seq + 1
             if record.hidden and not durable:  # rides in the task's next op
                 record.unwritten.append((seq, blob))
