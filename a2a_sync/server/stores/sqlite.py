@@ -16,9 +16,12 @@ artifact chunks of tasks that were still running (their agents died with the pro
 Nobody is told a creation or a final state before it is committed: the cache takes it
 (and subscribers get it) only after the commit, and later appends to that task wait for
 it. A creation nobody was told of yet (:meth:`create_unreported_task`, a blocking send's
-run) is not waited for: it rides in the transaction of the task's final state, unless a
-read (``get_task``, ``events_after``, ``list_tasks``) commits it first; subscribers hear
-of the task only once it is committed. A write that fails fails its own caller only
+run) is not even queued: it is kept with the task's record, with the events that follow,
+and rides in the write of the task's final state (one op, one transaction), unless a read
+(``get_task``, ``events_after``, ``list_tasks``), closing, or a long run (every
+:data:`SNAPSHOT_EVERY` kept events) queues it first; subscribers hear of the task only
+once it is committed. A snapshot is built from the wires its events were dumped to (see
+:mod:`._sqlite_wires`), not dumped again. A write that fails fails its own caller only
 (each write has its own savepoint in the shared transaction) and leaves the cache as the
 file is.
 
