@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from ..a2a.types import Message, Role, SendMessageParams, StreamEvent
 from ..errors import ExtensionSupportRequired, InvalidParams, TaskNotFound, UnsupportedOperation
-from ._ids import new_uuid4
+from ._ids import new_id
 from ._push_configs import Webhooks
 from .context import CallContext, RequestContext, message_with_ids
 from .runs import EventStream, Run, RunScheduler, RunStream, SnapshotStream
@@ -80,12 +80,12 @@ class MessageIntake:
             if message.context_id and task.context_id and message.context_id != task.context_id:
                 raise InvalidParams("contextId does not match the task's")
             task_id = task.id
-            context_id = task.context_id or message.context_id or new_uuid4()
+            context_id = task.context_id or message.context_id or new_id()
         else:
             # A contextId belongs to the caller that sends it: the same id from two
             # callers names two conversations, and nothing tells one about the other's.
-            task_id = new_uuid4()
-            context_id = message.context_id or new_uuid4()
+            task_id = new_id()
+            context_id = message.context_id or new_id()
         if config is not None and config.push_notification_config is not None:
             room_in = current.task.id if current is not None else None
             self._webhooks.check_room(room_in, config.push_notification_config.id, principal)

@@ -7,15 +7,17 @@ error for its own append, and no other caller's write is affected.
 
 from __future__ import annotations
 
+import json
+import json.encoder
+from collections.abc import Callable
 from typing import Any
 
-from ..._net.jsonrpc import encode
 from ..._net.unicode import find_surrogate
 from ...a2a.codec import V1_0
 from ...a2a.types import StreamEvent, Task
 from ...errors import InternalError
 
-__all__ = ["event_blob", "task_blob"]
+__all__ = ["dumped_event", "event_blob", "task_blob", "task_wire_blob"]
 
 
 def event_blob(event: StreamEvent) -> bytes:
@@ -27,6 +29,25 @@ def event_blob(event: StreamEvent) -> bytes:
     return _blob(V1_0.dump_stream_event(event), event)
 
 
+def dumped_event(event: StreamEvent) -> tuple[dict[str, Any], bytes]:
+    """``event``'s wire (``V1_0.dump_stream_event``) and :func:`event_blob`.
+
+    Raises:
+        InternalError: A string in the event is not Unicode text; nothing was stored.
+    """
+    wire = V1_0.dump_stream_event(event)
+    return wire, _blob(wire, event)
+
+
+def task_wire_blob(wire: Any, task: Task) -> bytes:
+    """A task snapshot already dumped (``wire``, as ``V1_0.dump_task(task)``) as stored.
+
+    Raises:
+        InternalError: A string in the task is not Unicode text; nothing was stored.
+    """
+    return _blob(wire, task)
+
+
 def task_blob(task: Task) -> bytes:
     """A task snapshot as stored (A2A 1.0 JSON, UTF-8).
 
@@ -36,9 +57,28 @@ def task_blob(task: Task) -> bytes:
     return _blob(V1_0.dump_task(task), task)
 
 
+def _compact_json() -> Callable[[Any], str]:
+    """JSON text as :func:`a2a_sync._net.jsonrpc.encode` writes it (compact, non-ASCII
+    kept, NaN refused), from one C encoder built once: ``JSONEncoder.encode`` builds one,
+    and a table of the containers seen (a circular-reference check), per call, which is
+    half the cost of a small event. A wire value is a tree, never circular."""
+    options = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # (no C accelerator: the pure-Python encoder)
+        return options.encode
+    # (markers, default, encoder, indent, key/item separators, sort_keys, skipkeys, allow_nan)
+    chunks = make(
+        None, options.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+    return lambda wire: "".join(chunks(wire, 0))
+
+
+_json_text: Callable[[Any], str] = _compact_json()
+
+
 def _blob(wire: Any, event: StreamEvent) -> bytes:
     try:
-        return encode(wire)
+        return _json_text(wire).encode("utf-8")
     except UnicodeEncodeError as exc:
         path = find_surrogate(wire) or "$"
         raise InternalError(

@@ -11,6 +11,7 @@ from collections.abc import Hashable, Iterator
 from typing import Generic, TypeVar
 
 from ...a2a.types import StreamEvent, Task
+from ._sqlite_wires import Wires
 from ._sqlite_writer import WriteOp
 
 __all__ = ["Bounded", "TaskCache", "TaskRecord"]
@@ -26,6 +27,7 @@ class TaskRecord:
         "base",
         "broken",
         "committed",
+        "creation",
         "events",
         "hidden",
         "pending",
@@ -34,6 +36,7 @@ class TaskRecord:
         "snapshot_queued",
         "task",
         "unwritten",
+        "wires",
     )
 
     def __init__(self, task: Task, principal: str, base: int, saved: int | None = None) -> None:
@@ -49,14 +52,19 @@ class TaskRecord:
         # A creation or final event is being committed; it is not in task/events yet
         # (nobody may see it before it is durable) and other appends wait for it.
         self.pending = False
-        # The write of a creation nobody was told of yet (create_unreported_task): until
-        # it is committed, readers commit it first and subscribers hear nothing of the
-        # task; it stays set when that write failed (the task never existed).
-        self.hidden: WriteOp | None = None
-        # Log entries ``(seq, blob)`` of a hidden task not queued yet: nobody can read
-        # them before its creation is committed, so they ride in the task's next op
-        # (its final state's, or the one queued once the creation is committed).
+        # A creation nobody was told of yet (create_unreported_task), not committed yet:
+        # readers commit it first, subscribers hear nothing of the task meanwhile.
+        self.hidden = False
+        # The queued write that commits a hidden task's creation, once there is one (the
+        # task's durable event carries it, or a reader queues it): readers wait for it.
+        # It stays set, finished, when that write failed (the task never existed).
+        self.creation: WriteOp | None = None
+        # Log entries ``(seq, blob)`` not queued yet, of a hidden task (its creation
+        # first): nobody can read them before the creation is committed, so they ride in
+        # the task's next op (its final state's, or the one a reader queues).
         self.unwritten: list[tuple[int, bytes]] = []
+        # The wires of the parts its events brought: its snapshots are built from them.
+        self.wires = Wires()
         # An intermediate write failed: the file's log lacks an event the cache has, so
         # later writes of the task fail (the writer checks, in order) and appends are
         # refused; the task is settled by the next start's orphan check.
@@ -112,6 +120,10 @@ class TaskCache:
     def stale(self) -> Iterator[TaskRecord]:
         """Records whose snapshot in the file lags (oldest first)."""
         return (r for r in list(self._records.values()) if r.stale_snapshot)
+
+    def unqueued_creations(self) -> list[TaskRecord]:
+        """Hidden records whose creation is not queued yet."""
+        return [r for r in self._records.values() if r.hidden and r.creation is None]
 
     def evict(self) -> list[TaskRecord]:
         """Drop least recently used records the file has in full, down to the size.

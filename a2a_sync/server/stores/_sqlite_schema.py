@@ -10,13 +10,14 @@ log entries after the snapshot's ``seq`` onto it (:func:`load_task_row`).
 from __future__ import annotations
 
 import sqlite3
-from typing import Final
+from typing import Any, Final
 
-from ..._net.jsonrpc import decode_json, encode
+from ..._net.jsonrpc import decode_json
 from ...a2a.accumulate import accumulate
 from ...a2a.codec import V1_0
 from ...a2a.types import Message, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from ...errors import ConfigurationError
+from ._encode import task_wire_blob
 from .base import micros_of, status_time
 
 __all__ = [
@@ -24,7 +25,6 @@ __all__ = [
     "ORPHANS_SQL",
     "SCHEMA",
     "SNAPSHOT_EVERY",
-    "insert_event",
     "insert_events",
     "load_task_row",
     "orphan_failure",
@@ -89,41 +89,35 @@ _UPSERT: Final = (
 )
 
 
-def insert_event(db: sqlite3.Connection, task_id: str, seq: int, blob: bytes) -> None:
-    """Append one log entry.
+_INSERT_EVENT: Final = "INSERT INTO a2a_events (task_id, seq, event) VALUES (?, ?, ?)"
+
+
+def insert_events(db: sqlite3.Connection, task_id: str, rows: list[tuple[int, bytes]]) -> None:
+    """Append log entries ``(seq, blob)``, in order, in one statement.
 
     Raises:
-        ConfigurationError: ``seq`` is 1 and the task exists already.
+        ConfigurationError: The entries start with the creation (seq 1) and the task
+            exists already.
         sqlite3.Error: The write failed.
     """
     try:
-        db.execute(
-            "INSERT INTO a2a_events (task_id, seq, event) VALUES (?, ?, ?)", (task_id, seq, blob)
-        )
+        if len(rows) == 1:
+            db.execute(_INSERT_EVENT, (task_id, *rows[0]))
+        else:
+            db.executemany(_INSERT_EVENT, [(task_id, seq, blob) for seq, blob in rows])
     except sqlite3.IntegrityError as exc:
-        if seq == 1 and db.execute("SELECT 1 FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone():
+        if (
+            rows[0][0] == 1
+            and db.execute("SELECT 1 FROM a2a_tasks WHERE id = ?", (task_id,)).fetchone()
+        ):
             raise ConfigurationError(f"task {task_id!r} exists already") from exc
         raise
 
 
-def insert_events(db: sqlite3.Connection, task_id: str, rows: list[tuple[int, bytes]]) -> None:
-    """Append log entries ``(seq, blob)`` (none of them the creation) in one statement.
-
-    Raises:
-        sqlite3.Error: The write failed.
-    """
-    if len(rows) == 1:
-        insert_event(db, task_id, *rows[0])
-        return
-    db.executemany(
-        "INSERT INTO a2a_events (task_id, seq, event) VALUES (?, ?, ?)",
-        [(task_id, seq, blob) for seq, blob in rows],
-    )
-
-
-def save_snapshot(db: sqlite3.Connection, task: Task, seq: int, principal: str) -> None:
-    """Write the task's row unless the file has a newer snapshot (encoded here, on the
-    writer thread: its strings were checked when their events were encoded)."""
+def save_snapshot(db: sqlite3.Connection, task: Task, seq: int, principal: str, wire: Any) -> None:
+    """Write the task's row unless the file has a newer snapshot; ``wire`` is the task
+    dumped (``V1_0.dump_task(task)``), encoded here, on the committing thread: its strings
+    were checked when their events were encoded."""
     db.execute(
         _UPSERT,
         (
@@ -133,7 +127,7 @@ def save_snapshot(db: sqlite3.Connection, task: Task, seq: int, principal: str) 
             task.status.state.value,
             micros_of(status_time(task)),
             seq,
-            encode(V1_0.dump_task(task)),
+            task_wire_blob(wire, task),
         ),
     )
 

@@ -60,9 +60,18 @@ class TaskWrites:
         first (its events then reach subscribers)."""
         with self._lock:
             record = self._cache.peek(task_id)
-            hidden = record.hidden if record is not None else None
-        if hidden is not None:
-            self._commit_hidden(hidden)
+            if record is None or not record.hidden:
+                return
+            op = record.creation or self._queue_creation(record)
+        self._commit_hidden(op)
+
+    def _queue_creation(self, record: TaskRecord) -> WriteOp:
+        """Queue the write of a hidden task's creation with the entries kept since, its
+        row holding the creation's snapshot (lock held). Readers wait for it."""
+        creation = record.events[0]  # (a hidden record's log starts in the cache)
+        assert isinstance(creation, Task)
+        rows, record.unwritten = record.unwritten, []
+        return self._enqueue_rows(record, creation, rows, wait=True, snapshot=True, snapshot_seq=1)
 
     @staticmethod
     def _commit_hidden(op: WriteOp) -> None:
@@ -82,7 +91,8 @@ class TaskWrites:
     def _reveal(self, record: TaskRecord) -> None:
         """The unreported creation is committed: publish what the task has so far, in
         log order (lock held; the pending final event, if any, follows in _settle)."""
-        record.hidden = None
+        record.hidden = False
+        record.creation = None
         task_id = record.task.id
         for i, event in enumerate(record.events):
             self._broker.publish(task_id, record.base + i + 1, event)
@@ -157,13 +167,9 @@ class TaskWrites:
         *,
         wait: bool,
         snapshot: bool,
-        hidden: bool = False,
     ) -> WriteOp:
-        """Queue the log entry ``seq`` (and, with ``snapshot``, the task's row) (lock held).
-        ``hidden``: an unreported creation, revealed once committed."""
-        return self._enqueue_rows(
-            record, task, [(seq, blob)], wait=wait, snapshot=snapshot, hidden=hidden
-        )
+        """Queue the log entry ``seq`` (and, with ``snapshot``, the task's row) (lock held)."""
+        return self._enqueue_rows(record, task, [(seq, blob)], wait=wait, snapshot=snapshot)
 
     def _enqueue_rows(
         self,
@@ -173,19 +179,24 @@ class TaskWrites:
         *,
         wait: bool,
         snapshot: bool,
-        hidden: bool = False,
+        snapshot_seq: int | None = None,
     ) -> WriteOp:
         """Queue the record's unwritten log entries, then ``rows`` (lock held); with
-        ``snapshot``, the task's row (``task``, at the last entry's seq) too."""
+        ``snapshot``, the task's row (``task``, at ``snapshot_seq``, by default the last
+        entry's seq) too. The first op queued for a hidden task commits its creation (its
+        entries start with it): the task is revealed once it is committed."""
         if record.unwritten:
             rows = record.unwritten + rows
             record.unwritten = []
         seq = rows[-1][0]
+        saved = seq if snapshot_seq is None else snapshot_seq
         task_id = task.id
         principal = record.principal
         writer = self._writer
+        reveal = record.hidden and record.creation is None
+        wire = record.wires.snapshot(task, prune=snapshot_seq is None) if snapshot else None
         if snapshot:
-            record.snapshot_queued = seq
+            record.snapshot_queued = saved
 
         def write(db: sqlite3.Connection) -> None:
             if record.broken is not None:  # an earlier write of the task failed
@@ -193,45 +204,53 @@ class TaskWrites:
                     f"task store: an earlier write of task {task_id!r} failed"
                 ) from record.broken
             insert_events(db, task_id, rows)
-            if snapshot and not writer.superseded(task_id, seq):  # (else: in this commit)
-                save_snapshot(db, task, seq, principal)
+            if snapshot and not writer.superseded(task_id, saved):  # (else: in this commit)
+                save_snapshot(db, task, saved, principal, wire)
 
         def committed() -> None:
             with self._lock:
                 record.committed = max(record.committed, seq)
                 if snapshot:
-                    record.saved = max(record.saved, seq)
-                if hidden:
+                    record.saved = max(record.saved, saved)
+                if reveal:
                     self._reveal(record)
                 if len(self._cache) > self._cache.size:
                     self._evict()
 
         def failed(exc: BaseException) -> None:  # on the writer thread, before later ops
-            if not wait or hidden:  # nobody waits: later writes and appends of the task fail
-                record.broken = exc
+            if reveal and snapshot_seq is None:  # a durable event carrying the creation
+                with self._lock:  # the creation and entries before it go on their own
+                    record.unwritten[:0] = rows[:-1]
+                    record.creation = None
+                    self._queue_creation(record)
+            elif not wait or reveal:  # nobody waits, or the creation failed: later
+                record.broken = exc  # writes and appends of the task fail
             elif len(rows) > 1:  # the entries that rode along are written on their own
                 with self._lock:
                     record.unwritten[:0] = rows[:-1]
-                    if record.hidden is None:  # (else once the creation is committed)
+                    if not record.hidden:  # (else once the creation is committed)
                         self._enqueue_rows(record, task, [], wait=False, snapshot=False)
 
         # The events of a task nobody was told of yet wait for its creation's commit.
-        urgent = not wait and record.hidden is None
-        row = (task_id, seq) if snapshot else None
+        urgent = not wait and not record.hidden
+        row = (task_id, saved) if snapshot else None
         op = WriteOp(write, wait=wait, committed=committed, failed=failed, urgent=urgent, row=row)
+        if reveal:
+            record.creation = op
         return writer.put(op)
 
     def _enqueue_snapshot(self, record: TaskRecord) -> None:
         """Queue a write of the record's current snapshot, its log being in the file
         already (lock held). A failure leaves the older snapshot: the log still has all."""
         task, seq, principal = record.task, record.seq, record.principal
+        wire = record.wires.snapshot(task)
         record.snapshot_queued = seq
 
         writer = self._writer
 
         def write(db: sqlite3.Connection) -> None:
             if not writer.superseded(task.id, seq):
-                save_snapshot(db, task, seq, principal)
+                save_snapshot(db, task, seq, principal, wire)
 
         def committed() -> None:
             with self._lock:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Final
 
 from ...errors import A2ASyncError, InternalError
+from .._flag import Flag
 
 __all__ = ["BatchWriter", "WriteOp"]
 
@@ -70,7 +71,7 @@ class WriteOp:
         self.urgent = not wait if urgent is None else urgent
         self.committed = committed
         self.failed = failed
-        self.done = threading.Event() if wait else None
+        self.done = Flag() if wait else None
         self.error: BaseException | None = None
         self.writer: BatchWriter | None = None
 

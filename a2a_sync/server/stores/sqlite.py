@@ -16,9 +16,12 @@ artifact chunks of tasks that were still running (their agents died with the pro
 Nobody is told a creation or a final state before it is committed: the cache takes it
 (and subscribers get it) only after the commit, and later appends to that task wait for
 it. A creation nobody was told of yet (:meth:`create_unreported_task`, a blocking send's
-run) is not waited for: it rides in the transaction of the task's final state, unless a
-read (``get_task``, ``events_after``, ``list_tasks``) commits it first; subscribers hear
-of the task only once it is committed. A write that fails fails its own caller only
+run) is not even queued: it is kept with the task's record, with the events that follow,
+and rides in the write of the task's final state (one op, one transaction), unless a read
+(``get_task``, ``events_after``, ``list_tasks``), closing, or a long run (every
+:data:`SNAPSHOT_EVERY` kept events) queues it first; subscribers hear of the task only
+once it is committed. A snapshot is built from the wires its events were dumped to (see
+:mod:`._sqlite_wires`), not dumped again. A write that fails fails its own caller only
 (each write has its own savepoint in the shared transaction) and leaves the cache as the
 file is.
 
@@ -52,7 +55,7 @@ from ...a2a.types import (
 )
 from ...errors import ConfigurationError, InternalError
 from ..events import DEFAULT_SUBSCRIBER_BUFFER, EventBroker, LogEntry, Subscription
-from ._encode import event_blob
+from ._encode import dumped_event
 from ._sqlite_cache import TaskCache, TaskRecord
 from ._sqlite_claims import Claims
 from ._sqlite_push import PushConfigTable
@@ -149,12 +152,16 @@ class SQLiteTaskStore(TaskWrites, TaskStore):
     # -- tasks -----------------------------------------------------------------------------
 
     def create_task(self, task: Task, *, principal: str) -> StoredTask:
-        blob = event_blob(task)  # before anything changes: bad text fails this call only
+        wire, blob = dumped_event(task)  # before anything changes: bad text fails this call
+        return self._create(task, principal, wire, blob)
+
+    def _create(self, task: Task, principal: str, wire: dict[str, Any], blob: bytes) -> StoredTask:
         with self._lock:
             self._check_open()
             if task.id in self._cache:  # (one in the file only: the write refuses it)
                 raise ConfigurationError(f"task {task.id!r} exists already")
             record = TaskRecord(task, principal, 0)  # seq 0 while pending: invisible
+            record.wires.note(task, wire)
             record.pending = True
             self._cache.put(task.id, record)
             op = self._enqueue_event(record, task, 1, blob, wait=True, snapshot=True)
@@ -162,45 +169,48 @@ class SQLiteTaskStore(TaskWrites, TaskStore):
         return StoredTask(task, 1, principal)
 
     def create_unreported_task(self, task: Task, *, principal: str) -> StoredTask:
-        """Queue the creation without waiting for it: it is committed with the task's next
-        durable event, by the writer thread, or first by anyone who looks (see
-        :meth:`TaskStore.create_unreported_task`)."""
-        blob = event_blob(task)  # before anything changes: bad text fails this call only
+        """Keep the creation in memory without writing it: it is committed with the task's
+        next durable event, or first by anyone who looks (see
+        :meth:`TaskStore.create_unreported_task`), or once the task has kept
+        :data:`SNAPSHOT_EVERY` events."""
+        wire, blob = dumped_event(task)  # before anything changes: bad text fails this call
         with self._lock:
             self._check_open()
             if task.id in self._cache:
                 raise ConfigurationError(f"task {task.id!r} exists already")
             if not self._broker.subscriber_count(task.id):
                 record = TaskRecord(task, principal, 0)
+                record.wires.note(task, wire)
                 record.events.append(task)  # seq 1, told to nobody until committed
+                record.unwritten.append((1, blob))
+                record.hidden = True
                 self._cache.put(task.id, record)
-                record.hidden = self._enqueue_event(
-                    record, task, 1, blob, wait=True, snapshot=True, hidden=True
-                )
                 return StoredTask(task, 1, principal)
-        return self.create_task(task, principal=principal)  # someone follows it already
+        return self._create(task, principal, wire, blob)  # someone follows it already
 
     def append_event(self, task_id: str, event: StreamEvent) -> StoredTask:
         durable = is_final(event)
-        blob = event_blob(event)  # before anything changes: bad text fails this call only
+        wire, blob = dumped_event(event)  # before anything changes: bad text fails this call
         with self._lock:
             self._check_open()
             record = self._settled_record(task_id)
             check_open(record.task)
             folded = accumulate(record.task, event)
+            record.wires.note(event, wire)
             seq = record.seq + 1
-            snapshot = durable or seq - record.snapshot_queued >= SNAPSHOT_EVERY
-            if record.hidden is not None and not snapshot:  # rides in the task's next op
+            if record.hidden and not durable:  # rides in the task's next op
                 record.unwritten.append((seq, blob))
                 record.task = folded
-                record.events.append(event)
+                record.events.append(event)  # (published once the creation is durable)
+                if record.creation is None and len(record.unwritten) >= SNAPSHOT_EVERY:
+                    self._queue_creation(record)  # (a long run: the file gets it meanwhile)
                 return StoredTask(folded, seq, record.principal)
+            snapshot = durable or seq - record.snapshot_queued >= SNAPSHOT_EVERY
             op = self._enqueue_event(record, folded, seq, blob, wait=durable, snapshot=snapshot)
             if not durable:
                 record.task = folded
                 record.events.append(event)
-                if record.hidden is None:  # (else published once the creation is durable)
-                    self._broker.publish(task_id, seq, event)
+                self._broker.publish(task_id, seq, event)
                 return StoredTask(folded, seq, record.principal)
             record.pending = True
         self._settle(record, op, event, seq, folded)
@@ -212,21 +222,23 @@ class SQLiteTaskStore(TaskWrites, TaskStore):
                 record = self._record(task_id)
                 if record is None or (principal is not None and record.principal != principal):
                     return None
-                hidden = record.hidden
-                if hidden is None:
+                if not record.hidden:
                     if record.seq == 0:  # its creation is not durable yet
                         return None
                     return StoredTask(record.task, record.seq, record.principal)
-                if hidden.finished:  # its creation failed: the task never existed
+                creation = record.creation
+                if creation is None:
+                    creation = self._queue_creation(record)
+                elif creation.finished:  # its creation failed: the task never existed
                     self._cache.forget(task_id, record)
                     return None
-            self._commit_hidden(hidden)  # someone looks: commit the creation first
+            self._commit_hidden(creation)  # someone looks: commit the creation first
 
     def events_after(self, task_id: str, after_seq: int) -> list[LogEntry]:
         self._looked_at(task_id)
         with self._lock:
             record = self._cache.peek(task_id)
-            if record is not None and record.hidden is not None:  # created since, or failed
+            if record is not None and record.hidden:  # created since, or failed
                 return []
             if record is not None and after_seq >= record.base:
                 start = after_seq - record.base
@@ -253,8 +265,7 @@ class SQLiteTaskStore(TaskWrites, TaskStore):
     def list_tasks(self, params: ListTasksParams, *, principal: str) -> ListTasksResult:
         with self._lock:  # the file's snapshots catch up with the cache, then are read
             self._check_open()
-            for record in self._cache.stale():
-                self._enqueue_snapshot(record)
+            self._enqueue_lagging()
         self._flush()
         where, args = sql_task_filters(params, principal, "?")
         # Only the constant clauses above are joined in; values are bound parameters.
@@ -313,8 +324,7 @@ class SQLiteTaskStore(TaskWrites, TaskStore):
             if self._closed:
                 return
             self._closed = True
-            for record in self._cache.stale():
-                self._enqueue_snapshot(record)
+            self._enqueue_lagging()
         self._broker.close()
         if self._writer.close(CLOSE_TIMEOUT):
             with self._reader_lock:
@@ -324,6 +334,14 @@ class SQLiteTaskStore(TaskWrites, TaskStore):
         return f"<SQLiteTaskStore {self.path!r} cached={len(self._cache)}>"
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _enqueue_lagging(self) -> None:
+        """Queue what the file lags behind the cache: creations kept in memory, stale
+        snapshots (lock held)."""
+        for record in self._cache.unqueued_creations():
+            self._queue_creation(record)
+        for record in self._cache.stale():
+            self._enqueue_snapshot(record)
 
     def _check_open(self) -> None:
         if self._closed:
