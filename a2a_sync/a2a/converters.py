@@ -127,7 +127,7 @@ def build_converters(revision: str) -> Converters:
 
 def _is_model_list(type_: Any) -> bool:
     """``list[Model]`` for a model class (parts, messages, artifacts, card entries)."""
-    args = getattr(type_, "__args__", ())
+    args: tuple[Any, ...] = getattr(type_, "__args__", ())
     return getattr(type_, "__origin__", None) is list and len(args) == 1 and attrs.has(args[0])
 
 

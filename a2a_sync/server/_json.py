@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-from json.decoder import WHITESPACE
-from json.encoder import c_make_encoder, encode_basestring
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, cast
 
+from .._net.json_text import compact_tree
 from ..errors import ParseError
 
 __all__ = ["encode_json", "encode_result", "loads_strict", "loads_strict_noting_names"]
@@ -36,8 +36,9 @@ _SNAKE_NAME: Final = re.compile(rb'_[^"]*"\s*:')
 
 
 _STRICT: Final = json.JSONDecoder(parse_constant=_no_constant, object_pairs_hook=_unique_members)
-_scan: Final = _STRICT.scan_once
-_skip_space: Final = WHITESPACE.match
+_scan: Final[Callable[[str, int], tuple[Any, int]]] = _STRICT.scan_once  # type: ignore[attr-defined]
+# json.decoder.WHITESPACE: matches at any position (possibly empty), never None.
+_skip_space: Final = cast("Callable[[str, int], re.Match[str]]", re.compile(r"[ \t\n\r]*").match)
 
 
 def loads_strict(body: bytes) -> Any:
@@ -77,22 +78,9 @@ def _parse(body: bytes) -> tuple[Any, bool]:
     return obj, plain
 
 
-def _default(value: Any) -> Any:
-    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
-
-
-# json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode builds
-# this C encoder on every call; built once here with the same settings (without its
-# circular-reference marker dict, which cannot be shared between threads: a cyclic value
-# raises RecursionError instead of ValueError, an internal error either way).
-_encode: Final = c_make_encoder(
-    None, _default, encode_basestring, None, ":", ",", False, False, False
-)
-
-
 def encode_json(value: Any) -> bytes:
     """``value`` as compact UTF-8 JSON (the bytes of ``_net.jsonrpc.encode``)."""
-    return "".join(_encode(value, 0)).encode("utf-8")
+    return compact_tree(value).encode("utf-8")
 
 
 def encode_result(request_id: Any, result: Any) -> bytes:

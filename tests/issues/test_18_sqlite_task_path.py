@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from a2a_sync._net.json_text import compact_tree as _json_text
 from a2a_sync._net.jsonrpc import encode
 from a2a_sync.a2a.accumulate import accumulate
 from a2a_sync.a2a.codec import V1_0
@@ -26,7 +27,7 @@ from a2a_sync.errors import InternalError
 from a2a_sync.server import _ids
 from a2a_sync.server.handler import DefaultRequestHandler
 from a2a_sync.server.stores import SQLiteTaskStore
-from a2a_sync.server.stores._encode import _json_text, event_blob, task_blob
+from a2a_sync.server.stores._encode import event_blob, task_blob
 from a2a_sync.server.stores._sqlite_schema import SNAPSHOT_EVERY
 from a2a_sync.server.stores._sqlite_wires import Wires
 from a2a_sync.types import (

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import codecs
 import json
-import json.encoder
 import logging
 import threading
 import time
@@ -28,6 +27,7 @@ from json.encoder import encode_basestring
 from typing import Any, Final
 
 from ..._net import jsonrpc as _jsonrpc
+from ..._net.json_text import compact
 from ...errors import A2ASyncError, ConnectionClosed, ResponseTooLarge, excerpt
 
 __all__ = [
@@ -313,13 +313,6 @@ def loads_line(text: str) -> Any:
     return value if end == len(text) else json.loads(text)
 
 
-#: ``_jsonrpc.encode``'s serializer as json's C encoder (compact, non-ASCII kept, NaN
-#: refused), called without ``JSONEncoder.encode``'s two Python frames; None where json
-#: has no C accelerator.
-_c_encoder: Final[Any] = getattr(json.encoder, "c_make_encoder", None)
-_default = json.JSONEncoder().default  # raises TypeError for what JSON cannot hold
-
-
 def encode_line(message: dict[str, Any]) -> bytes:
     """``_jsonrpc.encode(message) + b"\\n"``: one JSON-RPC message as a stdio line.
 
@@ -327,8 +320,6 @@ def encode_line(message: dict[str, Any]) -> bytes:
     session sends) has its envelope written directly and only ``params`` serialized:
     the same members in the same order, the same text for ``params`` (and the same
     errors for what JSON cannot hold)."""
-    if _c_encoder is None:
-        return _jsonrpc.encode(message) + b"\n"
     if len(message) == 4:
         request_id = message.get("id")
         method = message.get("method")
@@ -339,11 +330,7 @@ def encode_line(message: dict[str, Any]) -> bytes:
             and type(params) is dict
             and message.get("jsonrpc") == "2.0"
         ):
-            body = "".join(
-                _c_encoder({}, _default, encode_basestring, None, ":", ",", False, False, False)(
-                    params, 0
-                )
-            )
+            body = compact(params)
             return (
                 f'{{"jsonrpc":"2.0","id":{request_id},"method":{encode_basestring(method)},'
                 f'"params":{body}}}\n'

@@ -7,11 +7,9 @@ error for its own append, and no other caller's write is affected.
 
 from __future__ import annotations
 
-import json
-import json.encoder
-from collections.abc import Callable
 from typing import Any
 
+from ..._net.json_text import compact_tree
 from ..._net.unicode import find_surrogate
 from ...a2a.codec import V1_0
 from ...a2a.types import StreamEvent, Task
@@ -57,28 +55,9 @@ def task_blob(task: Task) -> bytes:
     return _blob(V1_0.dump_task(task), task)
 
 
-def _compact_json() -> Callable[[Any], str]:
-    """JSON text as :func:`a2a_sync._net.jsonrpc.encode` writes it (compact, non-ASCII
-    kept, NaN refused), from one C encoder built once: ``JSONEncoder.encode`` builds one,
-    and a table of the containers seen (a circular-reference check), per call, which is
-    half the cost of a small event. A wire value is a tree, never circular."""
-    options = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # (no C accelerator: the pure-Python encoder)
-        return options.encode
-    # (markers, default, encoder, indent, key/item separators, sort_keys, skipkeys, allow_nan)
-    chunks = make(
-        None, options.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
-    )
-    return lambda wire: "".join(chunks(wire, 0))
-
-
-_json_text: Callable[[Any], str] = _compact_json()
-
-
 def _blob(wire: Any, event: StreamEvent) -> bytes:
     try:
-        return _json_text(wire).encode("utf-8")
+        return compact_tree(wire).encode("utf-8")
     except UnicodeEncodeError as exc:
         path = find_surrogate(wire) or "$"
         raise InternalError(
