@@ -6,6 +6,8 @@ requests, keeps a lock-guarded map of pending calls, routes every incoming messa
 ``notifications/cancelled`` when one expires), stamps the era envelope on requests, and
 hands notifications and server→client requests to a named dispatcher thread
 (:class:`~.callbacks.Dispatcher`) so user callbacks never block the transport's reader.
+That receiving side (the ``MessageSink`` methods) is :class:`~._inbox.SessionInbox`, a
+base of the session; this module is the sending side.
 
 The session is shared by every handle of a connection and is thread-safe: any number of
 threads may have requests in flight at once.
@@ -20,24 +22,13 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from .._version import __version__
-from ..errors import (
-    A2ASyncError,
-    ConnectionClosed,
-)
+from ..errors import A2ASyncError
 from . import eras
 from . import types as t
 from ._correlator import Correlator, PendingRequest, Route, Slot
+from ._inbox import SessionInbox
 from ._mrtr import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, NOT_ANSWERED, InputRounds
-from .callbacks import (
-    CALLBACK_FLUSH_TIMEOUT,
-    DISPATCHER_JOIN_TIMEOUT,
-    Dispatcher,
-    Handlers,
-    Responder,
-    progress_for,
-    requests_progress_only,
-    run_progress,
-)
+from .callbacks import Handlers, progress_for
 from .transports import Leader, Outgoing, RequestId, Transport
 
 __all__ = [
@@ -54,7 +45,7 @@ logger = logging.getLogger(__name__)
 _UNCANCELLABLE: Final = frozenset({"initialize", "server/discover"})
 
 
-class MCPSession:
+class MCPSession(SessionInbox):
     """JSON-RPC correlation, era envelope and callback dispatch for one MCP connection.
 
     Thread-safe. One instance per transport instance; it does not know which transport
@@ -88,18 +79,13 @@ class MCPSession:
         self.param_headers: dict[str, dict[str, str]] = {}
         self._base_meta: dict[str, Any] | None = None
         self._wants_context = transport.wants_context
-        # _lock guards _listeners; the correlator and the responder have their own.
-        self._lock = threading.Lock()
         self._calls = Correlator(
             self.transport_name,
             abandon=self._abandon,
             flush=self.flush_callbacks,
             lead=transport.lead if isinstance(transport, Leader) else None,
         )
-        self._closed = threading.Event()
-        self._listeners: list[Callable[[str, dict[str, Any]], None]] = []
-        self._responder = Responder(self.handlers, self._reply, self.transport_name)
-        self._dispatcher = Dispatcher()
+        self._open_inbox(self._reply)
         self._send = transport.send
         self._rounds = InputRounds(
             lambda m, params, progress: self.begin(m, params, progress=progress, inline=True),
@@ -295,23 +281,6 @@ class MCPSession:
         else:
             self._send(message)
 
-    def add_listener(self, listener: Callable[[str, dict[str, Any]], None]) -> None:
-        """Register an internal notification observer, run on the transport's thread.
-
-        For bookkeeping only (cache eviction): it must be fast and must not block.
-        """
-        with self._lock:
-            self._listeners.append(listener)
-
-    def add_route(self, request_id: RequestId, route: Route) -> None:
-        """Route notifications tagged with ``_meta.subscriptionId == request_id`` to
-        ``route`` (on the transport's thread) in addition to the normal callbacks."""
-        self._calls.add_route(request_id, route)
-
-    def remove_route(self, request_id: RequestId) -> None:
-        """Undo :meth:`add_route`."""
-        self._calls.remove_route(request_id)
-
     def _outgoing(
         self, kind: str, method: str | None, rid: RequestId | None, params: Any, inline: bool
     ) -> Outgoing:
@@ -342,81 +311,7 @@ class MCPSession:
                 "could not cancel request %s on %s: %s", request_id, self.transport_name, exc
             )
 
-    # --- MessageSink ------------------------------------------------------------------------
-
-    def deliver(self, message: dict[str, Any]) -> None:
-        """Route one incoming message (called by the transport's reader)."""
-        if "method" not in message:
-            self._calls.answer(message)
-            return
-        method = message["method"]
-        params = message.get("params")
-        if not isinstance(params, dict):
-            params = {}
-        if "id" in message:
-            request_id = message["id"]
-            self._dispatcher.submit(lambda: self._responder.answer(request_id, method, params))
-            return
-        self._on_notification(method, params)
-
-    def fail(self, request_id: RequestId, error: A2ASyncError) -> None:
-        """Fail one pending request with a transport-level error (its HTTP exchange
-        failed); the connection stays open. Unknown or answered ids are ignored."""
-        slot = self._calls.take(request_id)
-        if slot is None:
-            logger.debug("ignoring a failure of unknown request %r", request_id)
-            return
-        slot.fail(error)
-
-    def transport_closed(self, error: A2ASyncError | None) -> None:
-        """Fail every pending request at once; stop the dispatcher after queued work."""
-        self._calls.close(
-            error or ConnectionClosed(f"MCP connection to {self.transport_name} closed")
-        )
-        self._closed.set()
-        self._dispatcher.close()
-
-    @property
-    def closed_error(self) -> A2ASyncError | None:
-        """Why the session ended, or None while it is open."""
-        return self._calls.closed_error
-
-    def wait_closed(self, timeout: float | None) -> bool:
-        """Block until the transport reported its end; False on timeout."""
-        return self._closed.wait(timeout)
-
-    def flush_callbacks(self, timeout: float = CALLBACK_FLUSH_TIMEOUT) -> None:
-        """Wait (bounded) until callbacks queued so far have run. No-op on the dispatcher
-        thread itself (a callback calling back into the client must not wait for itself)."""
-        self._dispatcher.flush(timeout)
-
-    def join_dispatcher(self, timeout: float = DISPATCHER_JOIN_TIMEOUT) -> None:
-        """Wait (bounded) for queued callbacks to finish; called after close."""
-        self._dispatcher.join(timeout)
-
-    # --- notifications and server requests ------------------------------------------------------
-
-    def _on_notification(self, method: str, params: dict[str, Any]) -> None:
-        if method == "notifications/progress":
-            slot = self._calls.peek(params.get("progressToken"))
-            if slot is not None:
-                slot.last_progress = time.monotonic()
-                callback = slot.progress
-                if callback is not None and callback is not requests_progress_only:
-                    self._dispatcher.submit(lambda: run_progress(callback, params))
-        elif method == "notifications/cancelled":
-            self._responder.cancelled(params.get("requestId"))
-        if self._listeners:
-            for listener in self._listeners:
-                listener(method, params)
-        meta = params.get("_meta")
-        if isinstance(meta, dict):
-            route = self._calls.route(meta.get(eras.META_SUBSCRIPTION_ID))
-            if route is not None:
-                route(method, params)
-        if not self.handlers.wants_notifications:
-            return
-        self._dispatcher.submit(lambda: self.handlers.on_notification(method, params))
+    # --- replies to server requests -------------------------------------------------------
 
     def _reply(self, reply: dict[str, Any]) -> None:
         if self._wants_context:

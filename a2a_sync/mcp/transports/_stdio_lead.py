@@ -3,7 +3,7 @@ reader thread (leader/follower).
 
 With a reader thread that always reads, every call costs two thread hand-offs (the
 reader wakes for the answer, then wakes the caller). Here the pipe has one *token*; its
-holder alone reads the pipe and the shared line buffer:
+holder alone reads the pipe and the shared line buffer (:mod:`._stdio_buffer`):
 
 * A caller that waits for its answer and finds the token free takes it and reads the
   pipe itself (:meth:`StdoutPipe.lead`), with its deadline bounding each ``poll``. It
@@ -38,7 +38,6 @@ alone.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import os
@@ -48,9 +47,10 @@ import time
 from collections.abc import Callable
 from typing import IO, Any, Final
 
-from ...errors import A2ASyncError, ConnectionClosed, ResponseTooLarge, excerpt
+from ...errors import A2ASyncError, ConnectionClosed
 from . import Waiter
-from ._stdio_text import NoiseLimiter, scan_json
+from ._stdio_buffer import CHUNK, END, EOF, SETTLED, TIMEOUT, YIELD, LineBuffer
+from ._stdio_text import NoiseLimiter
 
 __all__ = ["LINGER", "StdoutPipe", "open_pipe", "supported"]
 
@@ -60,14 +60,8 @@ logger = logging.getLogger("a2a_sync.mcp.transports.stdio")  # the stdio transpo
 #: takes it back (the next call of a burst takes it without waking anyone; a
 #: notification between calls waits at most this long).
 LINGER: Final = 0.02
-#: Bytes read from the pipe at once.
-_CHUNK: Final = 65536
 #: The reader thread's mark as the token's holder (thread idents are never 0).
 _READER: Final = 0
-#: Why a holder stopped reading.
-_SETTLED, _TIMEOUT, _YIELD, _END = range(4)
-#: Recorded ends: EOF (or the pipe closed under us) and "still open".
-_EOF: Final = ConnectionClosed("EOF")
 
 
 def supported() -> bool:
@@ -111,10 +105,8 @@ class StdoutPipe:
         name: str,
     ) -> None:
         self._fd = fd
-        self._max = max_line
-        self._deliver = deliver
-        self._noise = noise
         self._name = name
+        self._lines = LineBuffer(fd, max_line, deliver, noise, name)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -123,8 +115,6 @@ class StdoutPipe:
         self._poll = select.poll()
         self._poll.register(fd, select.POLLIN)
         self._poll.register(self._wake_r, select.POLLIN)
-        self._buf = bytearray()
-        self._pos = 0
         # _lock (and _cond over it) guards the token state below.
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -134,7 +124,6 @@ class StdoutPipe:
         self._parked = False  # the reader waits (untimed) for a leader to leave
         self._closing = False
         self._stopped = False
-        self._end: A2ASyncError | None = None  # _EOF, or the error that ends the stream
 
     # --- callers ----------------------------------------------------------------------------
 
@@ -145,21 +134,21 @@ class StdoutPipe:
         this one stops (then the reader takes over at once)."""
         me = threading.get_ident()
         with self._lock:  # the condition's lock: no Python frames on the hot path
-            if self._closing or self._stopped or self._end is not None:
+            if self._closing or self._stopped or self._lines.end is not None:
                 return
             if self._holder == _READER and not self._take_from_reader(waiter, deadline):
                 return
             if self._holder is not None or waiter.settled():
                 return
             self._holder = me
-        why = _YIELD
+        why = YIELD
         waiter.waker = self._wake_leader
         try:
             why = self._pump(waiter, deadline)
         except Exception:  # the caller's thread is this pipe's reader now: end it alike
             logger.exception("MCP stdio reader for %s failed", self._name)
-            self._end = ConnectionClosed(f"reading from {self._name} failed")
-            why = _END
+            self._lines.end = ConnectionClosed(f"reading from {self._name} failed")
+            why = END
         finally:
             waiter.waker = None
             self._leave(why, busy)
@@ -186,7 +175,7 @@ class StdoutPipe:
 
     def _leave(self, why: int, busy: Callable[[], bool]) -> None:
         with self._lock:
-            if why in (_END, _TIMEOUT) or self._closing or busy():
+            if why in (END, TIMEOUT) or self._closing or busy():
                 self._holder = _READER
                 self._cond.notify_all()
             else:
@@ -196,7 +185,7 @@ class StdoutPipe:
                     self._cond.notify_all()
 
     def _may_lead(self) -> bool:
-        return not self._closing and not self._stopped and self._end is None
+        return not self._closing and not self._stopped and self._lines.end is None
 
     def _wake_leader(self) -> None:
         """A leader's call was settled elsewhere (cancel, connection end): wake it."""
@@ -214,26 +203,26 @@ class StdoutPipe:
         """
         try:
             while self._take_for_reader():
-                if self._pump(None, None) == _END:
+                if self._pump(None, None) == END:
                     break
                 with self._cond:
                     # A caller asked for it (unless it gave up meanwhile: keep reading).
-                    if self._end is None and not self._stopped and self._wanted:
+                    if self._lines.end is None and not self._stopped and self._wanted:
                         self._holder = None
                         self._released_at = time.monotonic()
                         self._cond.notify_all()
         except Exception:  # top of the reader thread: keep the session from hanging
             logger.exception("MCP stdio reader for %s failed", self._name)
             return ConnectionClosed(f"reading from {self._name} failed")
-        end = self._end
-        return None if end is None or end is _EOF else end
+        end = self._lines.end
+        return None if end is None or end is EOF else end
 
     def _take_for_reader(self) -> bool:
         """Wait until the token is the reader's; False once the stream ended or stopped."""
         unparked = False  # woken by a leaving leader
         with self._cond:
             while True:
-                if self._end is not None or self._stopped:
+                if self._lines.end is not None or self._stopped:
                     return False
                 holder = self._holder
                 if holder == _READER:
@@ -269,7 +258,7 @@ class StdoutPipe:
                             os.read(self._wake_r, 4096)
                     else:
                         readable = True
-                if readable and not os.read(self._fd, _CHUNK):
+                if readable and not os.read(self._fd, CHUNK):
                     return
         except OSError:
             return
@@ -312,27 +301,30 @@ class StdoutPipe:
         """Deliver lines (buffered first, then from the pipe) until the reason to stop:
         ``waiter`` settled or past ``deadline`` (a leader), a caller wants the token or a
         stop (the reader), closing (a leader), or the end of the stream (both)."""
-        buf = self._buf
+        lines = self._lines
+        buf = lines.buf
+        consume = lines.consume
+        fill = lines.fill
         poll = self._poll.poll
         wake_r = self._wake_r
         while True:
             if buf:  # what a holder before left (or an incomplete line)
-                why = self._consume(waiter)
+                why = consume(waiter)
                 if why is not None:
                     return why
             elif waiter is not None and waiter.settled():
-                return _SETTLED
+                return SETTLED
             if waiter is None:
                 if self._stopped or (self._wanted and not self._closing):
-                    return _YIELD
+                    return YIELD
                 timeout = None
             else:
                 if self._closing or self._stopped:
-                    return _YIELD
+                    return YIELD
                 assert deadline is not None
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    return _TIMEOUT
+                    return TIMEOUT
                 timeout = math.ceil(remaining * 1000)
             readable = False
             for fd, _ in poll(timeout):
@@ -341,83 +333,8 @@ class StdoutPipe:
                         os.read(wake_r, 4096)
                 else:
                     readable = True
-            if readable and not self._fill():
-                return _END
-
-    def _consume(self, waiter: Waiter | None) -> int | None:
-        """Deliver the buffer's complete lines; stop early once ``waiter`` is settled."""
-        buf = self._buf
-        pos = self._pos
-        limit = self._max
-        while True:
-            end = buf.find(b"\n", pos)
-            if end < 0:
-                break
-            if end - pos > limit:
-                return self._too_large()
-            line = buf[pos:end]
-            pos = end + 1
-            self._pos = pos
-            self._handle(line)
-            if waiter is not None and waiter.settled():
-                if pos == len(buf):  # all of it read: the next holder finds it empty
-                    del buf[:]
-                    self._pos = 0
-                return _SETTLED
-        if len(buf) - pos > limit:
-            return self._too_large()
-        if pos:
-            del buf[:pos]
-            self._pos = 0
-        if waiter is not None and waiter.settled():
-            return _SETTLED
-        return None
-
-    def _fill(self) -> bool:
-        """Read what the pipe has into the buffer; False at the end of the stream."""
-        try:
-            chunk = os.read(self._fd, _CHUNK)
-        except OSError as exc:  # the pipe closed under us by close()
-            logger.debug("stdout of %s: %s", self._name, exc)
-            self._end = _EOF
-            return False
-        if chunk:
-            self._buf += chunk
-            return True
-        self._end = _EOF
-        rest = self._buf[self._pos :]
-        del self._buf[:]
-        self._pos = 0
-        if rest:  # a last line without its newline
-            self._handle(rest)
-        return False
-
-    def _handle(self, line: bytearray) -> None:
-        try:
-            # str, not bytes: json skips its encoding detection (invalid UTF-8 raises
-            # UnicodeDecodeError, a ValueError: noise, as before). ``loads_line`` inlined:
-            # a line that is exactly one JSON value is scanned directly.
-            text = line.decode()
-            try:
-                message, end = scan_json(text, 0)
-            except (StopIteration, ValueError):
-                message, end = None, -1
-            if end != len(text):
-                message = json.loads(text)
-        except ValueError:
-            if line.strip():
-                self._noise.noise("a stdout line that is not JSON", excerpt(bytes(line)))
-            return
-        if type(message) is dict:
-            self._deliver(message)
-        else:
-            self._noise.noise("JSON that is not an object", excerpt(bytes(line)))
-
-    def _too_large(self) -> int:
-        self._end = ResponseTooLarge(
-            f"{self._name} wrote a line over {self._max} bytes", url=self._name, limit=self._max
-        )
-        return _END
+            if readable and not fill():
+                return END
 
     def _wake(self) -> None:
         with self._wake_lock:
