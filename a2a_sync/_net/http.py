@@ -65,7 +65,7 @@ from .pool import (
 )
 from .responses import HTTPResult, StreamResponse, read_body
 from .sender import SessionSender
-from .translate import Translating
+from .translate import Translating, translated
 
 __all__ = ["HTTPResult", "HTTPTransport", "StreamResponse", "USER_AGENT"]
 
@@ -275,10 +275,8 @@ class HTTPTransport:
             timeout=timeout,
             retry=retry,
             on_start=on_start,
+            stream=True,
         )
-        with self._lock:
-            self._inflight.discard(call)
-            self._streams.add(call)
         return StreamResponse(response, call, self._forget_stream, idle_timeout)
 
     def close(self) -> None:
@@ -313,8 +311,10 @@ class HTTPTransport:
         retry: RetryPolicy | None,
         call: Call | None = None,
         on_start: Callable[[Call], None] | None = None,
+        stream: bool = False,
     ) -> tuple[requests.Response, Call]:
-        """Send until the response headers arrive; ``call`` continues an earlier attempt."""
+        """Send until the response headers arrive; ``call`` continues an earlier attempt.
+        A ``stream`` call is tracked in ``_streams`` (weakly), others in ``_inflight``."""
         limits = (
             self.timeout
             if timeout is None
@@ -329,7 +329,13 @@ class HTTPTransport:
         with self._lock:
             if self._closed:
                 raise Cancelled("the transport is closed", url=url)
-            self._inflight.add(call)
+            # A stream's call is tracked weakly from the start (one registration, not a
+            # move from the strong set once the headers arrived); this frame holds it
+            # while sending.
+            if stream:
+                self._streams.add(call)
+            else:
+                self._inflight.add(call)
         local.retry = CallRetry.for_call(
             self.retry if retry is None else retry,
             idempotent=idempotent,
@@ -338,28 +344,32 @@ class HTTPTransport:
         )
         local.call = call
         try:
-            with Translating(url, call):  # the edge: foreign exceptions become ours
-                response = self._sender.send(
-                    method,
-                    url,
-                    body,
-                    headers,
-                    timeout=DeadlineTimeout(limits.connect, limits.read, call.deadline),
-                    verify=self._verify,
-                    cert=self._cert,
-                    proxies=self._proxies_for(url),
-                )
-        except BaseException:
+            response = self._sender.send(
+                method,
+                url,
+                body,
+                headers,
+                timeout=DeadlineTimeout.of(limits.connect, limits.read, call.deadline),
+                verify=self._verify,
+                cert=self._cert,
+                proxies=self._proxies_for(url),
+            )
+        except BaseException as exc:
+            # The edge: foreign exceptions become ours (Translating's rule, in an except
+            # block: this runs once per call).
+            error = translated(exc, url, call)
             call.detach()
-            self._forget(call)
-            raise
+            (self._forget_stream if stream else self._forget)(call)
+            if error is None:
+                raise
+            raise error[0] from error[1]
         finally:
             local.retry = None
             local.call = None
         if response.status_code in _REDIRECT_STATUSES:
             location = response.headers.get("Location")
             call.detach()
-            self._forget(call)
+            (self._forget_stream if stream else self._forget)(call)
             response.close()
             raise RedirectRefused(
                 f"{method} {url} answered {response.status_code} redirecting to "
