@@ -54,7 +54,8 @@ class Deadlines:
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._cond = threading.Condition(threading.Lock())  # guards everything below
+        self._lock = threading.Lock()  # guards everything below
+        self._cond = threading.Condition(self._lock)
         self._heap: list[_Slot] = []
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
@@ -64,7 +65,7 @@ class Deadlines:
     def watch(self, exchange: Exchange, deadline: float) -> _Entry:
         """Abort ``exchange`` at ``deadline`` (``time.monotonic()``) unless unwatched."""
         entry = _Entry(deadline, exchange)
-        with self._cond:
+        with self._lock:  # (the condition's lock, without Condition's Python-level enter)
             heap = self._heap
             while heap and not heap[0][2].live:  # finished calls: drop them as we go
                 heapq.heappop(heap)
