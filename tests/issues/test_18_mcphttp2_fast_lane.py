@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from a2a_sync._net.adapter import _hashable
 from a2a_sync._net.http import HTTPTransport
 from a2a_sync._net.pool import DeadlineTimeout
 from a2a_sync.errors import Cancelled, ConnectError, ConnectionLost, ResponseTooLarge
@@ -206,3 +207,38 @@ def test_post_headers_without_credentials_are_a_fresh_copy_of_the_template() -> 
     asked = Endpoint("http://127.0.0.1:1/mcp", auth=lambda: next(tokens))
     assert asked.post_headers()["Authorization"] == "Bearer one"  # asked per request
     assert asked.post_headers()["Authorization"] == "Bearer two"
+
+
+# -- the adapter's plain-HTTP memo ---------------------------------------------------------------
+
+
+def test_a_plain_http_pool_is_remembered_and_looked_up_again_once_closed(
+    transport: HTTPTransport, scripted_server: ScriptedServerFactory
+) -> None:
+    server = scripted_server(lambda sock, request: respond(sock, body=b"ok"))
+    url = f"{server.url}/s"
+    adapter = transport._adapter
+
+    def call() -> None:
+        with transport.open_stream("GET", url) as opened:
+            assert opened.read_body(10) == b"ok"
+
+    call()
+    (pool, path), *_ = adapter._plain.values()
+    assert path == "/s"
+    call()
+    assert next(iter(adapter._plain.values()))[0] is pool  # the same pool, remembered
+    adapter.poolmanager.clear()  # forgets its pools ...
+    pool.close()  # ... and the remembered one is closed (as the adapter's close does)
+    call()  # a closed pool is not used: looked up again
+    fresh = next(iter(adapter._plain.values()))[0]
+    assert fresh is not pool
+    assert fresh.pool is not None
+    assert len(server.wait_for_requests(3)) == 3
+
+
+def test_unhashable_cert_settings_are_not_memo_keys() -> None:
+    assert _hashable(None)
+    assert _hashable("client.pem")
+    assert _hashable(("client.pem", "key.pem"))
+    assert not _hashable(["client.pem", "key.pem"])
