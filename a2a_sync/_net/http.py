@@ -56,13 +56,7 @@ from ..errors import (
 )
 from ..policies import RetryPolicy, Timeout
 from .adapter import Adapter
-from .pool import (
-    Call,
-    CallRetry,
-    DeadlineTimeout,
-    local,
-    wait_before_retry,
-)
+from .pool import Call, CallRetry, DeadlineTimeout, local, wait_before_retry
 from .responses import HTTPResult, StreamResponse, read_body
 from .sender import SessionSender
 from .translate import Translating, translated
@@ -313,8 +307,8 @@ class HTTPTransport:
         on_start: Callable[[Call], None] | None = None,
         stream: bool = False,
     ) -> tuple[requests.Response, Call]:
-        """Send until the response headers arrive; ``call`` continues an earlier attempt.
-        A ``stream`` call is tracked in ``_streams`` (weakly), others in ``_inflight``."""
+        """Send until the response headers arrive; ``call`` continues an earlier attempt
+        (a ``stream`` call is tracked weakly, in ``_streams``, from the start)."""
         limits = (
             self.timeout
             if timeout is None
@@ -329,13 +323,7 @@ class HTTPTransport:
         with self._lock:
             if self._closed:
                 raise Cancelled("the transport is closed", url=url)
-            # A stream's call is tracked weakly from the start (one registration, not a
-            # move from the strong set once the headers arrived); this frame holds it
-            # while sending.
-            if stream:
-                self._streams.add(call)
-            else:
-                self._inflight.add(call)
+            (self._streams if stream else self._inflight).add(call)  # (this frame holds it)
         local.retry = CallRetry.for_call(
             self.retry if retry is None else retry,
             idempotent=idempotent,
@@ -355,9 +343,7 @@ class HTTPTransport:
                 proxies=self._proxies_for(url),
             )
         except BaseException as exc:
-            # The edge: foreign exceptions become ours (Translating's rule, in an except
-            # block: this runs once per call).
-            error = translated(exc, url, call)
+            error = translated(exc, url, call)  # the edge: foreign exceptions become ours
             call.detach()
             (self._forget_stream if stream else self._forget)(call)
             if error is None:

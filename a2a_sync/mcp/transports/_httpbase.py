@@ -208,12 +208,10 @@ class Endpoint:
         )
 
     def post_headers(self) -> dict[str, str]:
-        """:meth:`headers` for a POST (``Accept`` both answer forms), plus
-        ``Content-Type: application/json``; built from a template made once."""
-        headers = self._post_base.copy()
+        """:meth:`headers` for a POST, plus ``Content-Type``; from a template made once."""
         if self._auth is None and self._challenge_auth is None:
-            return headers  # (no credential to ask for: the template as is)
-        return self._with_credential(headers)
+            return self._post_base.copy()
+        return self._with_credential(self._post_base.copy())
 
     def _with_credential(self, headers: dict[str, str]) -> dict[str, str]:
         if self._auth is not None:
