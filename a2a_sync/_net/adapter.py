@@ -76,6 +76,8 @@ class Adapter(requests.adapters.HTTPAdapter):
         # Also the place every construction and unpickling passes through.
         self._pools: dict[_PoolKey, urllib3.connectionpool.ConnectionPool] = {}
         self._paths: dict[str, str] = {}  # prepared URL -> its path and query
+        # (plain-HTTP URL, verify, cert) -> (pool, path): see send
+        self._plain: dict[tuple[str, Any, Any], tuple[Any, str]] = {}
         self._memo_lock = threading.Lock()
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = TRACKED_POOLS
@@ -147,20 +149,41 @@ class Adapter(requests.adapters.HTTPAdapter):
         if requests.adapters.HTTPAdapter.send is not _REQUESTS_SEND:
             # Replaced (the responses library mocks it): the replacement sees every call.
             return super().send(request, stream, timeout, verify, cert, proxies)
-        try:
-            conn: Any = self.get_connection_with_tls_context(request, verify, proxies, cert)
-        except uex.LocationValueError as exc:
-            raise rex.InvalidURL(exc, request=request) from exc
-        self.cert_verify(conn, str(request.url), verify, cert)  # type: ignore[no-untyped-call]
-        url = self.request_url(request, proxies)
+        target = str(request.url)
+        plain = (
+            (target, verify, cert)
+            if not proxies and target.startswith("http://") and _hashable(cert)
+            else None
+        )
+        memo = self._plain.get(plain) if plain is not None else None
+        if memo is not None and getattr(memo[0], "pool", None) is not None:
+            # Plain HTTP without a proxy: the three steps below give the same pool and
+            # path every time for one URL and settings (the pool is re-checked: closed
+            # pools are looked up again).
+            conn, url = memo
+        else:
+            try:
+                conn = self.get_connection_with_tls_context(request, verify, proxies, cert)
+            except uex.LocationValueError as exc:
+                raise rex.InvalidURL(exc, request=request) from exc
+            self.cert_verify(conn, target, verify, cert)  # type: ignore[no-untyped-call]
+            url = self.request_url(request, proxies)
+            if plain is not None:
+                with self._memo_lock:
+                    if len(self._plain) >= _MEMO_LIMIT:
+                        self._plain.clear()
+                    self._plain[plain] = (conn, url)
         headers: Any = request.headers
         body = request.body
-        chunked = not (body is None or "Content-Length" in headers)
         store = getattr(headers, "_store", None)
-        if type(store) is OrderedDict and not conn.proxy_headers:
-            # (with proxy headers urllib3 merges them in: case-insensitively only into
-            # requests' mapping)
-            headers = dict(store.values())
+        if type(store) is OrderedDict:
+            chunked = not (body is None or "content-length" in store)
+            if not conn.proxy_headers:
+                # (with proxy headers urllib3 merges them in: case-insensitively only
+                # into requests' mapping)
+                headers = dict(store.values())
+        else:
+            chunked = not (body is None or "Content-Length" in headers)
         if isinstance(timeout, TimeoutSauce):
             resolved = timeout
         elif isinstance(timeout, tuple):
@@ -198,7 +221,18 @@ class Adapter(requests.adapters.HTTPAdapter):
     def close(self) -> None:
         with self._memo_lock:
             self._pools.clear()
+            self._plain.clear()
         super().close()
+
+
+def _hashable(cert: Any) -> bool:
+    """Whether a ``cert`` setting can be part of a memo key (requests takes a path or a
+    (cert, key) pair; anything else is passed on unmemoized)."""
+    return (
+        cert is None
+        or type(cert) is str
+        or (type(cert) is tuple and all(type(part) is str for part in cert))
+    )
 
 
 def _requests_error(exc: BaseException, request: requests.PreparedRequest) -> BaseException:

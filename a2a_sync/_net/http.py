@@ -56,16 +56,10 @@ from ..errors import (
 )
 from ..policies import RetryPolicy, Timeout
 from .adapter import Adapter
-from .pool import (
-    Call,
-    CallRetry,
-    DeadlineTimeout,
-    local,
-    wait_before_retry,
-)
+from .pool import Call, CallRetry, DeadlineTimeout, local, wait_before_retry
 from .responses import HTTPResult, StreamResponse, read_body
 from .sender import SessionSender
-from .translate import Translating
+from .translate import Translating, translated
 
 __all__ = ["HTTPResult", "HTTPTransport", "StreamResponse", "USER_AGENT"]
 
@@ -275,10 +269,8 @@ class HTTPTransport:
             timeout=timeout,
             retry=retry,
             on_start=on_start,
+            stream=True,
         )
-        with self._lock:
-            self._inflight.discard(call)
-            self._streams.add(call)
         return StreamResponse(response, call, self._forget_stream, idle_timeout)
 
     def close(self) -> None:
@@ -313,8 +305,10 @@ class HTTPTransport:
         retry: RetryPolicy | None,
         call: Call | None = None,
         on_start: Callable[[Call], None] | None = None,
+        stream: bool = False,
     ) -> tuple[requests.Response, Call]:
-        """Send until the response headers arrive; ``call`` continues an earlier attempt."""
+        """Send until the response headers arrive; ``call`` continues an earlier attempt
+        (a ``stream`` call is tracked weakly, in ``_streams``, from the start)."""
         limits = (
             self.timeout
             if timeout is None
@@ -329,7 +323,7 @@ class HTTPTransport:
         with self._lock:
             if self._closed:
                 raise Cancelled("the transport is closed", url=url)
-            self._inflight.add(call)
+            (self._streams if stream else self._inflight).add(call)  # (this frame holds it)
         local.retry = CallRetry.for_call(
             self.retry if retry is None else retry,
             idempotent=idempotent,
@@ -338,28 +332,30 @@ class HTTPTransport:
         )
         local.call = call
         try:
-            with Translating(url, call):  # the edge: foreign exceptions become ours
-                response = self._sender.send(
-                    method,
-                    url,
-                    body,
-                    headers,
-                    timeout=DeadlineTimeout(limits.connect, limits.read, call.deadline),
-                    verify=self._verify,
-                    cert=self._cert,
-                    proxies=self._proxies_for(url),
-                )
-        except BaseException:
+            response = self._sender.send(
+                method,
+                url,
+                body,
+                headers,
+                timeout=DeadlineTimeout.of(limits.connect, limits.read, call.deadline),
+                verify=self._verify,
+                cert=self._cert,
+                proxies=self._proxies_for(url),
+            )
+        except BaseException as exc:
+            error = translated(exc, url, call)  # the edge: foreign exceptions become ours
             call.detach()
-            self._forget(call)
-            raise
+            (self._forget_stream if stream else self._forget)(call)
+            if error is None:
+                raise
+            raise error[0] from error[1]
         finally:
             local.retry = None
             local.call = None
         if response.status_code in _REDIRECT_STATUSES:
             location = response.headers.get("Location")
             call.detach()
-            self._forget(call)
+            (self._forget_stream if stream else self._forget)(call)
             response.close()
             raise RedirectRefused(
                 f"{method} {url} answered {response.status_code} redirecting to "

@@ -49,6 +49,24 @@ class DeadlineTimeout(urllib3.Timeout):
         self._start_connect = None
         self._deadline = deadline
 
+    @classmethod
+    def of(
+        cls, connect: float | None, read: float | None, deadline: float | None
+    ) -> DeadlineTimeout:
+        """The timeout of one call. Without a deadline it is the same for every call with
+        these limits (urllib3 clones it before use; the clone carries the connect clock),
+        so one is made per pair and shared."""
+        if deadline is not None:
+            return cls(connect, read, deadline)
+        key = (connect, read)
+        timeout = _SHARED.get(key)
+        if timeout is None:
+            timeout = cls(connect, read, None)
+            if len(_SHARED) >= _SHARED_LIMIT:
+                _SHARED.clear()
+            _SHARED[key] = timeout  # (a whole-entry write: a lost race makes one twice)
+        return timeout
+
     def clone(self) -> DeadlineTimeout:
         # urllib3 clones the timeout twice per request; the values were validated when
         # this one was made, so the copy skips the three validations of __init__.
@@ -76,6 +94,11 @@ class DeadlineTimeout(urllib3.Timeout):
         # urllib3 raises ReadTimeoutError itself for a zero read timeout.
         remaining = max(0.0, deadline - time.monotonic())
         return remaining if value is None or value is _DEFAULT else min(value, remaining)
+
+
+#: The shared deadline-free timeouts, per (connect, read); emptied when full.
+_SHARED: dict[tuple[float | None, float | None], DeadlineTimeout] = {}
+_SHARED_LIMIT: Final = 64
 
 
 def _cap_by_deadline(sock: Any, call: Call) -> None:

@@ -16,7 +16,7 @@ import urllib3
 
 from ..errors import ResponseTooLarge
 from .pool import BudgetExhausted, Call
-from .translate import Translating
+from .translate import translated
 
 __all__ = ["HTTPResult", "StreamResponse", "read_body"]
 
@@ -92,13 +92,19 @@ class StreamResponse:
             if sock is not None:
                 with contextlib.suppress(OSError):  # already shut down: the read says so
                     sock.settimeout(self._idle_timeout)
-        with Translating(self.url, self._call):
+        try:
             data = self._raw.read1(amt, decode_content=True)
             if not data and self._call.cancelled:
                 # A shut-down socket reads as EOF: on a close-delimited body that would
                 # pass for the end of the stream.
                 raise BudgetExhausted("cancelled")
-            return data
+        except BaseException as exc:
+            # Translating's rule in an except block (no context manager made per read).
+            error = translated(exc, self.url, self._call)
+            if error is None:
+                raise
+            raise error[0] from error[1]
+        return data
 
     def set_idle_timeout(self, seconds: float | None) -> None:
         """Change the longest silence tolerated between received bytes, from now on
@@ -150,7 +156,7 @@ def read_body(raw: urllib3.BaseHTTPResponse, url: str, call: Call, limit: int) -
     )
     chunks: list[bytes] = []
     size = 0
-    with Translating(url, call):
+    try:
         while True:
             # Each socket read is capped by the deadline underneath (_DeadlineReader);
             # this also stops a peer whose bytes inflate slowly.
@@ -172,4 +178,10 @@ def read_body(raw: urllib3.BaseHTTPResponse, url: str, call: Call, limit: int) -
             chunks.append(data)
             if expected is not None and size >= expected:
                 break
+    except BaseException as exc:
+        # Translating's rule in an except block (no context manager made per body).
+        error = translated(exc, url, call)
+        if error is None:
+            raise
+        raise error[0] from error[1]
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)

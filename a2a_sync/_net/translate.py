@@ -27,7 +27,7 @@ from ..errors import (
 )
 from .pool import BudgetExhausted, Call
 
-__all__ = ["Translating", "translate_exception"]
+__all__ = ["Translating", "translated", "translate_exception"]
 
 
 class Translating:
@@ -45,23 +45,36 @@ class Translating:
         return None
 
     def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
-        if exc is None or isinstance(exc, A2ASyncError):
-            return
-        url, call = self._url, self._call
-        if isinstance(exc, BudgetExhausted):
-            if call.cancelled:
-                raise Cancelled("the call was cancelled", url=url, attempts=call.attempts) from exc
-            raise DeadlineExceeded(
-                f"{url}: {exc}", url=url, attempts=call.attempts, timeout=None
-            ) from exc
-        if isinstance(exc, (rex.RequestException, uex.HTTPError, OSError, ValueError)):
-            # The chain keeps only the root OS/TLS error, without urllib3's frames and
-            # wrappers (the traceback stops at this edge); a foreign message that may
-            # quote the URL's secrets does not ride along.
-            cause: BaseException | None = _edge_cause(exc)
-            if has_secrets(url) and (cause is exc or scrub(str(cause), url) != str(cause)):
-                cause = None
-            raise translate_exception(exc, url, call) from cause
+        if exc is not None:
+            error = translated(exc, self._url, self._call)
+            if error is not None:
+                raise error[0] from error[1]
+
+
+def translated(
+    exc: BaseException, url: str, call: Call
+) -> tuple[A2ASyncError, BaseException | None] | None:
+    """What :class:`Translating` raises for ``exc`` (the error and its ``__cause__``), or
+    None when ``exc`` passes through unchanged (ours already, or not a transport error).
+
+    For hot paths that translate in an ``except`` block instead of a ``with`` block:
+    ``raise error from cause`` there chains exactly as ``Translating`` does.
+    """
+    if isinstance(exc, A2ASyncError):
+        return None
+    if isinstance(exc, BudgetExhausted):
+        if call.cancelled:
+            return Cancelled("the call was cancelled", url=url, attempts=call.attempts), exc
+        return DeadlineExceeded(f"{url}: {exc}", url=url, attempts=call.attempts, timeout=None), exc
+    if isinstance(exc, (rex.RequestException, uex.HTTPError, OSError, ValueError)):
+        # The chain keeps only the root OS/TLS error, without urllib3's frames and
+        # wrappers (the traceback stops at this edge); a foreign message that may
+        # quote the URL's secrets does not ride along.
+        cause: BaseException | None = _edge_cause(exc)
+        if has_secrets(url) and (cause is exc or scrub(str(cause), url) != str(cause)):
+            cause = None
+        return translate_exception(exc, url, call), cause
+    return None
 
 
 def _root_reason(exc: BaseException) -> BaseException:

@@ -31,17 +31,18 @@ _JOIN_TIMEOUT: Final = 2.0
 
 
 class _Entry:
-    __slots__ = ("deadline", "exchange", "fired", "live", "seq")
+    __slots__ = ("deadline", "exchange", "fired", "live")
 
-    def __init__(self, deadline: float, seq: int, exchange: Exchange) -> None:
+    def __init__(self, deadline: float, exchange: Exchange) -> None:
         self.deadline = deadline
-        self.seq = seq
         self.exchange = exchange
         self.live = True
         self.fired = False
 
-    def __lt__(self, other: _Entry) -> bool:
-        return (self.deadline, self.seq) < (other.deadline, other.seq)
+
+#: What the heap holds: (deadline, sequence number, entry), ordered by the first two
+#: (compared in C; the sequence number breaks ties, so entries are never compared).
+_Slot = tuple[float, int, _Entry]
 
 
 class Deadlines:
@@ -53,8 +54,9 @@ class Deadlines:
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._cond = threading.Condition(threading.Lock())  # guards everything below
-        self._heap: list[_Entry] = []
+        self._lock = threading.Lock()  # guards everything below
+        self._cond = threading.Condition(self._lock)
+        self._heap: list[_Slot] = []
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
         self._sleeping_until = float("inf")
@@ -62,12 +64,12 @@ class Deadlines:
 
     def watch(self, exchange: Exchange, deadline: float) -> _Entry:
         """Abort ``exchange`` at ``deadline`` (``time.monotonic()``) unless unwatched."""
-        entry = _Entry(deadline, next(self._seq), exchange)
-        with self._cond:
+        entry = _Entry(deadline, exchange)
+        with self._lock:  # (the condition's lock, without Condition's Python-level enter)
             heap = self._heap
-            while heap and not heap[0].live:  # finished calls: drop them as we go
+            while heap and not heap[0][2].live:  # finished calls: drop them as we go
                 heapq.heappop(heap)
-            heapq.heappush(heap, entry)
+            heapq.heappush(heap, (deadline, next(self._seq), entry))
             if self._closed:
                 return entry
             if self._thread is None:
@@ -105,7 +107,7 @@ class Deadlines:
         """(Under the lock.) Sleep until an entry is due and return it; True to look
         again; None once closed."""
         heap = self._heap
-        while heap and not heap[0].live:
+        while heap and not heap[0][2].live:
             heapq.heappop(heap)
         if self._closed:
             return None
@@ -113,7 +115,7 @@ class Deadlines:
             self._sleeping_until = float("inf")
             self._cond.wait()
             return True
-        entry = heap[0]
+        entry = heap[0][2]
         now = time.monotonic()
         if entry.deadline <= now:
             heapq.heappop(heap)

@@ -208,8 +208,9 @@ class Endpoint:
         )
 
     def post_headers(self) -> dict[str, str]:
-        """:meth:`headers` for a POST (``Accept`` both answer forms), plus
-        ``Content-Type: application/json``; built from a template made once."""
+        """:meth:`headers` for a POST, plus ``Content-Type``; from a template made once."""
+        if self._auth is None and self._challenge_auth is None:
+            return self._post_base.copy()
         return self._with_credential(self._post_base.copy())
 
     def _with_credential(self, headers: dict[str, str]) -> dict[str, str]:

@@ -58,7 +58,15 @@ _STOP_LOCK: Final = threading.Lock()
 class Link:
     """What the stream loops need from their transport (immutable, shared)."""
 
-    __slots__ = ("endpoint", "http", "max_event_bytes", "name", "open_timeout", "policy")
+    __slots__ = (
+        "endpoint",
+        "http",
+        "max_event_bytes",
+        "name",
+        "open_timeout",
+        "policy",
+        "read_timeout",
+    )
 
     def __init__(
         self,
@@ -76,10 +84,8 @@ class Link:
         self.open_timeout = open_timeout
         self.policy = policy
         self.max_event_bytes = max_event_bytes
-
-    @property
-    def read_timeout(self) -> float | None:
-        return self.open_timeout.read
+        #: The longest silence on a response (``open_timeout.read``).
+        self.read_timeout: float | None = open_timeout.read
 
     def open(
         self, method: str, headers: dict[str, str], on_start: Callable[[Call], None]
