@@ -131,6 +131,17 @@ def _make_converter() -> cattrs.Converter:
 _Blocks = tuple[t.ContentBlock, ...]
 
 
+def _slot_setters(cls: type[Any]) -> tuple[Callable[[Any, Any], None], ...]:
+    """The slot setters of a slotted attrs class, in field order (its ``__init__`` sets
+    exactly these fields, with no converters, validators or post-init hook)."""
+    if not hasattr(cls, "__slots__") or hasattr(cls, "__attrs_post_init__"):
+        raise TypeError(f"{cls.__name__} is not a plain slotted attrs class")
+    fields = attrs.fields(cls)
+    if any(f.converter is not None or f.validator is not None for f in fields):
+        raise TypeError(f"{cls.__name__} converts or validates a field")
+    return tuple(cls.__dict__[f.name].__set__ for f in fields)
+
+
 def _register_blocks(conv: cattrs.Converter) -> None:
     """A content list (every tool result) structured by each block's own hook, without
     cattrs' generic tuple and union dispatch per block. Anything unusual (an unknown or
@@ -139,7 +150,11 @@ def _register_blocks(conv: cattrs.Converter) -> None:
     generic = conv.get_structure_hook(_Blocks)
     by_tag = {tag: (cls, conv.get_structure_hook(cls)) for tag, cls in _CONTENT_CLASSES.items()}
 
+    new = object.__new__
     text_block = t.TextContent
+    # The frozen classes' slots set directly (what their attrs __init__ does, without its
+    # frame and its per-field object.__setattr__ lookups): the same instance, field by field.
+    set_text, set_annotations, set_text_meta = _slot_setters(text_block)
 
     def structure_blocks(value: Any, tp: Any) -> tuple[Any, ...]:
         if type(value) is list:
@@ -150,7 +165,11 @@ def _register_blocks(conv: cattrs.Converter) -> None:
                     if kind == "text" and len(block) == 2:  # nothing but "type" and "text"
                         text = block.get("text")
                         if type(text) is str:
-                            blocks.append(text_block(text))
+                            made = new(text_block)
+                            set_text(made, text)
+                            set_annotations(made, None)
+                            set_text_meta(made, None)
+                            blocks.append(made)
                             continue
                     known = by_tag.get(kind) if type(kind) is str else None
                     if known is None:
@@ -164,6 +183,8 @@ def _register_blocks(conv: cattrs.Converter) -> None:
 
     conv.register_structure_hook_func(lambda tp: tp == _Blocks, structure_blocks)
 
+    result_class = t.CallToolResult
+    set_content, set_structured, set_is_error, set_meta = _slot_setters(result_class)
     generic_result = make_dict_structure_fn(t.CallToolResult, conv, **_renames(t.CallToolResult))
 
     def structure_result(value: Any, tp: Any) -> t.CallToolResult:
@@ -182,7 +203,12 @@ def _register_blocks(conv: cattrs.Converter) -> None:
                 except (cattrs.BaseValidationError, ValueError, TypeError, KeyError):
                     pass  # the generated function raises it again, with the JSON path
                 else:
-                    return t.CallToolResult(blocks, value.get("structuredContent"), is_error, meta)
+                    result = new(result_class)
+                    set_content(result, blocks)
+                    set_structured(result, value.get("structuredContent"))
+                    set_is_error(result, is_error)
+                    set_meta(result, meta)
+                    return result  # type: ignore[no-any-return]
         return generic_result(value, tp)
 
     conv.register_structure_hook(t.CallToolResult, structure_result)

@@ -52,6 +52,10 @@ def valid(instance: Any, schema: Any) -> bool:
     return entry[1](instance)
 
 
+#: A "type" whose check is ``isinstance(v, cls)``, by name.
+_EXACT: Final[dict[str, type]] = {"object": dict, "array": list, "string": str}
+
+
 def _accept(value: Any) -> bool:
     return True
 
@@ -113,6 +117,10 @@ class _Compiler:
             return self._interpreted(schema)
         if len(by_kind) == 1:
             ((kind, only),) = by_kind.items()
+            if len(parts) == 1 and type(expected) is str and _EXACT.get(expected) is kind:
+                # "type" of that same kind and nothing else: one frame, same answer as
+                # isinstance(v, kind) and (type(v) is not kind or only(v)).
+                return lambda v: only(v) if type(v) is kind else isinstance(v, kind)
             parts.append(lambda v: type(v) is not kind or only(v))
         elif by_kind:
             parts.append(lambda v: (c := by_kind.get(type(v))) is None or c(v))
