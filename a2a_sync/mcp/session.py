@@ -28,7 +28,7 @@ from . import types as t
 from ._correlator import Correlator, PendingRequest, Route, Slot
 from ._inbox import SessionInbox
 from ._mrtr import DEFAULT_INPUT_REQUIRED_MAX_ROUNDS, NOT_ANSWERED, InputRounds
-from .callbacks import Handlers, progress_for
+from .callbacks import Handlers, progress_for, requests_progress_only
 from .transports import Leader, Outgoing, RequestId, Transport
 
 __all__ = [
@@ -234,7 +234,8 @@ class MCPSession(SessionInbox):
             ProtocolError: More than ``max_rounds`` rounds, or an unknown ``resultType``.
             RPCError: A callback refused an input request (its error propagates).
         """
-        wanted = progress_for(progress, reset_on_progress)
+        # progress_for(progress, reset_on_progress), without its frame on every call
+        wanted = requests_progress_only if progress is None and reset_on_progress else progress
         answered: Any = NOT_ANSWERED
         if first is None and on_pending is None:
             # The usual call: one round, waited for at once on this thread (no handle,
