@@ -198,17 +198,32 @@ def _register_blocks(conv: cattrs.Converter) -> None:
                 and type(is_error) is bool
                 and (meta is None or type(meta) is dict)
             ):
-                try:
-                    blocks = structure_blocks(content, _Blocks)
-                except (cattrs.BaseValidationError, ValueError, TypeError, KeyError):
-                    pass  # the generated function raises it again, with the JSON path
+                made: list[Any] = []
+                for block in content:
+                    # Text-only blocks (the usual answer) made here, as structure_blocks
+                    # does; any other list goes to it whole.
+                    if type(block) is dict and len(block) == 2 and block.get("type") == "text":
+                        text = block.get("text")
+                        if type(text) is str:
+                            one = new(text_block)
+                            set_text(one, text)
+                            set_annotations(one, None)
+                            set_text_meta(one, None)
+                            made.append(one)
+                            continue
+                    try:
+                        blocks = structure_blocks(content, _Blocks)
+                    except (cattrs.BaseValidationError, ValueError, TypeError, KeyError):
+                        return generic_result(value, tp)  # raises it again, with the JSON path
+                    break
                 else:
-                    result = new(result_class)
-                    set_content(result, blocks)
-                    set_structured(result, value.get("structuredContent"))
-                    set_is_error(result, is_error)
-                    set_meta(result, meta)
-                    return result  # type: ignore[no-any-return]
+                    blocks = tuple(made)
+                result = new(result_class)
+                set_content(result, blocks)
+                set_structured(result, value.get("structuredContent"))
+                set_is_error(result, is_error)
+                set_meta(result, meta)
+                return result  # type: ignore[no-any-return]
         return generic_result(value, tp)
 
     conv.register_structure_hook(t.CallToolResult, structure_result)

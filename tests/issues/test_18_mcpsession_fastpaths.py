@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 import pytest
 
+from a2a_sync.errors import ProtocolError
 from a2a_sync.mcp import _codec, _schema, _schema_compiled
 from a2a_sync.mcp import types as t
 
@@ -102,3 +103,28 @@ def test_one_kind_node_answers_as_the_interpreter(schema: dict[str, Any]) -> Non
             schema,
             value,
         )
+
+
+def test_text_blocks_then_others_take_the_block_path() -> None:
+    raw = {
+        "content": [
+            {"type": "text", "text": "a"},
+            {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+            {"type": "weird", "v": 1},
+            {"type": "text", "text": "b"},
+        ]
+    }
+    assert _built(raw) == t.CallToolResult(
+        (
+            t.TextContent("a"),
+            t.ImageContent(b"hi", "image/png"),
+            t.UnknownContent(kind="weird", raw={"type": "weird", "v": 1}),
+            t.TextContent("b"),
+        )
+    )
+
+
+def test_a_malformed_block_after_text_is_explained() -> None:
+    with pytest.raises(ProtocolError, match="malformed MCP tool result") as caught:
+        _built({"content": [{"type": "text", "text": "a"}, {"type": "image"}]})
+    assert "required field missing @ $.content[1].data" in caught.value.details
