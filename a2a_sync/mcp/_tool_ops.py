@@ -104,7 +104,11 @@ class ToolOperations(Handle):
         info = session.server_info
         if info is None or info.capabilities.tools is None:
             self._require("tools", f"call_tool {name!r}")
-        params = tool_params(name, arguments)
+        params = (
+            {"name": name, "arguments": arguments}
+            if type(arguments) is dict  # tool_params' usual case, without its frame
+            else tool_params(name, arguments)
+        )
         limit = self.timeout if timeout is None else timeout
         options = conn.options
         for attempt in (1, 2):
