@@ -223,7 +223,7 @@ def _register_blocks(conv: cattrs.Converter) -> None:
                 set_structured(result, value.get("structuredContent"))
                 set_is_error(result, is_error)
                 set_meta(result, meta)
-                return result  # type: ignore[no-any-return]
+                return result
         return generic_result(value, tp)
 
     conv.register_structure_hook(t.CallToolResult, structure_result)
